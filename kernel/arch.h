@@ -1,0 +1,199 @@
+/*
+ * arch.h: the only place with inline assembly outside boot/ and the
+ * exception stubs. Port I/O, MMIO, barriers, CPUID, TSC and control
+ * registers for x86-64. Drivers use these helpers and never write asm or
+ * ad-hoc volatile casts themselves.
+ */
+#ifndef VNETLAB_ARCH_H
+#define VNETLAB_ARCH_H
+
+#include <stdint.h>
+
+/* ---- port I/O ---- */
+static inline void outb(uint16_t port, uint8_t v)
+{
+	__asm__ volatile("outb %0, %1" : : "a"(v), "Nd"(port));
+}
+static inline void outw(uint16_t port, uint16_t v)
+{
+	__asm__ volatile("outw %0, %1" : : "a"(v), "Nd"(port));
+}
+static inline void outl(uint16_t port, uint32_t v)
+{
+	__asm__ volatile("outl %0, %1" : : "a"(v), "Nd"(port));
+}
+static inline uint8_t inb(uint16_t port)
+{
+	uint8_t v;
+	__asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+static inline uint16_t inw(uint16_t port)
+{
+	uint16_t v;
+	__asm__ volatile("inw %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+static inline uint32_t inl(uint16_t port)
+{
+	uint32_t v;
+	__asm__ volatile("inl %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+
+/* ---- MMIO: one access of exactly the given width, never merged or split ---- */
+static inline uint8_t mmio_read8(uintptr_t a)
+{
+	return *(volatile uint8_t *)a;
+}
+static inline uint16_t mmio_read16(uintptr_t a)
+{
+	return *(volatile uint16_t *)a;
+}
+static inline uint32_t mmio_read32(uintptr_t a)
+{
+	return *(volatile uint32_t *)a;
+}
+static inline void mmio_write8(uintptr_t a, uint8_t v)
+{
+	*(volatile uint8_t *)a = v;
+}
+static inline void mmio_write16(uintptr_t a, uint16_t v)
+{
+	*(volatile uint16_t *)a = v;
+}
+static inline void mmio_write32(uintptr_t a, uint32_t v)
+{
+	*(volatile uint32_t *)a = v;
+}
+/* 64-bit fields of virtio common config are written as two 32-bit halves
+ * (virtio 1.2 section 4.1.3.1: the driver accesses 64-bit fields as two
+ * 32-bit accesses, low half first). */
+static inline void mmio_write64_split(uintptr_t a, uint64_t v)
+{
+	mmio_write32(a, (uint32_t)v);
+	mmio_write32(a + 4, (uint32_t)(v >> 32));
+}
+
+/*
+ * ---- Barriers ----
+ * x86-64 keeps write-back stores in order with other stores and loads in
+ * order with other loads (TSO), so "stores before stores" and "loads before
+ * loads" only need the compiler not to reorder: arch_wmb()/arch_rmb() are
+ * compiler barriers. The one reordering the CPU does is a later load passing
+ * an earlier store (store buffer), so "store, then load what the other side
+ * wrote in response" needs a real fence: arch_mb().
+ */
+static inline void arch_compiler_barrier(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+static inline void arch_wmb(void)
+{
+	arch_compiler_barrier();
+}
+static inline void arch_rmb(void)
+{
+	arch_compiler_barrier();
+}
+static inline void arch_mb(void)
+{
+	__asm__ volatile("mfence" ::: "memory");
+}
+
+/* Relax inside a bounded spin (Linux cpu_relax()). The main poll loop does
+ * not use this unconditionally: under TCG a pause costs ~20 us per round
+ * trip, so relaxing there is a compile-time policy. */
+static inline void cpu_relax(void)
+{
+	__asm__ volatile("pause" ::: "memory");
+}
+
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static inline void cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
+{
+	__asm__ volatile("cpuid"
+	                 : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+	                 : "a"(leaf), "c"(sub));
+}
+
+static inline uint64_t rdmsr(uint32_t msr)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static inline void wrmsr(uint32_t msr, uint64_t v)
+{
+	__asm__ volatile("wrmsr" : : "c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
+}
+
+static inline uint64_t read_cr0(void)
+{
+	uint64_t v;
+	__asm__ volatile("mov %%cr0, %0" : "=r"(v));
+	return v;
+}
+static inline void write_cr0(uint64_t v)
+{
+	__asm__ volatile("mov %0, %%cr0" : : "r"(v) : "memory");
+}
+static inline uint64_t read_cr2(void)
+{
+	uint64_t v;
+	__asm__ volatile("mov %%cr2, %0" : "=r"(v));
+	return v;
+}
+static inline uint64_t read_cr3(void)
+{
+	uint64_t v;
+	__asm__ volatile("mov %%cr3, %0" : "=r"(v));
+	return v;
+}
+static inline void write_cr3(uint64_t v)
+{
+	__asm__ volatile("mov %0, %%cr3" : : "r"(v) : "memory");
+}
+static inline uint64_t read_cr4(void)
+{
+	uint64_t v;
+	__asm__ volatile("mov %%cr4, %0" : "=r"(v));
+	return v;
+}
+static inline void write_cr4(uint64_t v)
+{
+	__asm__ volatile("mov %0, %%cr4" : : "r"(v) : "memory");
+}
+
+static inline void cpu_cli(void)
+{
+	__asm__ volatile("cli" ::: "memory");
+}
+static inline void cpu_hlt(void)
+{
+	__asm__ volatile("hlt" ::: "memory");
+}
+
+/* RDRAND; returns 0 when the CPU has no entropy ready (caller falls back). */
+static inline int cpu_rdrand64(uint64_t *out)
+{
+	unsigned char ok;
+	__asm__ volatile("rdrand %0; setc %1" : "=r"(*out), "=qm"(ok));
+	return ok;
+}
+
+static inline uint64_t read_rbp(void)
+{
+	uint64_t v;
+	__asm__ volatile("mov %%rbp, %0" : "=r"(v));
+	return v;
+}
+
+#endif

@@ -1,0 +1,120 @@
+/*
+ * kernel.h: the whole surface of kernel/, grouped by the file that owns it.
+ * Upper layers (drivers/, net/, apps/) include this and arch.h; kernel/
+ * includes nothing above itself.
+ */
+#ifndef VNETLAB_KERNEL_H
+#define VNETLAB_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "boot_info.h"
+
+#define ARRAY_SIZE(a)     (sizeof(a) / sizeof((a)[0]))
+#define ALIGN_UP(x, a)    (((x) + ((a)-1)) & ~((uint64_t)(a)-1))
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+
+/* Exit statuses of the appliance. Under QEMU with isa-debug-exit a status s
+ * becomes QEMU's exit code 2*s+1; host/qemu-run.sh maps it back. */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,  /* a run that could not complete (ERROR line printed) */
+	EXIT_USAGE = 2, /* bad command line */
+	EXIT_PANIC = 3, /* CPU exception or kernel bug */
+};
+
+/* serial.c: COM1 16550, polled */
+void serial_init(void);
+void serial_putc(char c);
+void serial_write(const char *s, size_t n);
+
+/* console.c: picolibc stdio on the serial port; machine-readable error lines */
+void console_init(void);
+void kernel_error(const char *where, const char *fmt, ...) PRINTF_LIKE(2, 3)
+    __attribute__((noreturn));
+void kernel_usage_error(const char *where, const char *fmt, ...) PRINTF_LIKE(2, 3)
+    __attribute__((noreturn)); /* same line, exit status EXIT_USAGE */
+void panic(const char *fmt, ...) PRINTF_LIKE(1, 2) __attribute__((noreturn));
+
+/* exit.c: leave the appliance */
+void exit_init(void);
+void kernel_exit(int status) __attribute__((noreturn));
+
+/* cpu.c: GDT, SSE enable, CPU identification, accelerator detection */
+void cpu_init(void);
+const char *cpu_accel(void); /* "kvm", "tcg", "hw" or "unknown" */
+const char *cpu_model(void);
+
+/* trap.c: exception vectors -> report and exit */
+void trap_init(void);
+
+/* clock.c: TSC-based monotonic clock */
+void clock_init(void);
+uint64_t clock_ns(void);
+uint64_t clock_tsc_khz(void);
+const char *clock_method(void); /* "cpuid15", "cpuid16", "pit" */
+uint64_t clock_tsc_to_ns(uint64_t tsc_delta);
+void clock_delay_us(uint64_t us);
+
+/* pmm.c: physical memory from the boot map; identity-mapped, never freed */
+void pmm_init(const struct boot_info *bi);
+void *pmm_alloc(size_t size, size_t align); /* zeroed; panics when out of memory */
+void *pmm_alloc_uninit(size_t size, size_t align);
+uint64_t pmm_total_bytes(void);
+uint64_t pmm_free_bytes(void);
+
+/* paging.c: our own page tables; RAM write-back, MMIO uncached */
+void paging_init(const struct boot_info *bi);
+void paging_map_mmio(uint64_t phys, uint64_t len);
+
+/* heap.c: sbrk() for picolibc's malloc */
+void heap_init(size_t bytes);
+
+/* acpi.c: find tables from the RSDP */
+void acpi_init(uint64_t rsdp);
+const void *acpi_find_table(const char sig[4]);
+uint64_t acpi_ecam_base(uint8_t *bus_start, uint8_t *bus_end); /* 0 if no MCFG */
+void acpi_reset(void);                                         /* FADT reset register, if any */
+
+/* pci.c: enumeration and configuration space (legacy ports or ECAM) */
+struct pci_dev {
+	uint8_t bus, dev, fn;
+	uint16_t vendor, device;
+	uint32_t class_rev; /* class << 8 | revision */
+};
+void pci_init(void);
+const char *pci_access_method(void); /* "ecam" or "ports" */
+int pci_count(void);
+const struct pci_dev *pci_get(int i);
+uint8_t pci_cfg_read8(const struct pci_dev *d, uint16_t off);
+uint16_t pci_cfg_read16(const struct pci_dev *d, uint16_t off);
+uint32_t pci_cfg_read32(const struct pci_dev *d, uint16_t off);
+void pci_cfg_write16(const struct pci_dev *d, uint16_t off, uint16_t v);
+void pci_cfg_write32(const struct pci_dev *d, uint16_t off, uint32_t v);
+uint64_t pci_bar(const struct pci_dev *d, int bar, uint64_t *size, bool *is_io);
+void pci_enable_mmio_busmaster(const struct pci_dev *d);
+
+/* cmdline.c: "key=value" words; every key must be claimed by some layer */
+void cmdline_init(const char *s);
+const char *cmdline_raw(void);
+uint64_t cmdline_u64(const char *key, uint64_t def, uint64_t min, uint64_t max);
+const char *cmdline_str(const char *key, const char *def);
+bool cmdline_bool(const char *key, bool def);
+int cmdline_choice(const char *key, const char *const *choices, int def);
+void cmdline_finish(void); /* error on any key nobody claimed */
+
+/* selftest.c: test=fault|clock kernel self-tests */
+void selftest_configure(void);
+bool selftest_run(void); /* true if a self-test ran */
+
+/* main.c */
+uint64_t kernel_boot_tsc(void);
+
+/* apps/main.c: the application. app_configure() claims its command-line
+ * keys before the kernel checks for unknown ones; app_main() runs after the
+ * ready line and returns the exit status. */
+void app_configure(void);
+int app_main(void);
+
+#endif

@@ -1,0 +1,56 @@
+/*
+ * main.c: kernel_main, the single entry every boot front-end calls. Brings
+ * the machine to a known state, prints the banner and the ready line, then
+ * runs a self-test or the application.
+ *
+ * Console format (parsed by tests/ and host/; documented in README.md):
+ *   vnetlab boot=<pvh|efi> accel=<kvm|tcg|hw|unknown> tsc_khz=N tsc_cal=<method>
+ *           mem_mib=N cpu="..." cmdline="..."
+ *   pci BB:DD.F VVVV:DDDD class=CCCCCC        (one per function)
+ *   vnetlab ready boot_us=N pci=<ecam|ports> pci_functions=N
+ */
+#include <stdio.h>
+#include "kernel/arch.h"
+#include "kernel/kernel.h"
+
+/* Enough for lwIP's pools and the benchmarks' buffers; capped by RAM. */
+#define HEAP_MAX (64ull << 20)
+
+static uint64_t boot_tsc;
+
+uint64_t kernel_boot_tsc(void)
+{
+	return boot_tsc;
+}
+
+void kernel_main(struct boot_info *bi)
+{
+	boot_tsc = bi->entry_tsc ? bi->entry_tsc : rdtsc();
+	console_init();
+	cpu_init();
+	trap_init();
+	cmdline_init(bi->cmdline);
+	exit_init();
+	clock_init();
+	pmm_init(bi);
+	paging_init(bi);
+	uint64_t heap = pmm_free_bytes() / 4;
+	heap_init(heap > HEAP_MAX ? HEAP_MAX : heap);
+	acpi_init(bi->rsdp);
+
+	printf("vnetlab boot=%s accel=%s tsc_khz=%lu tsc_cal=%s mem_mib=%lu cpu=\"%s\" "
+	       "cmdline=\"%s\"\n",
+	       bi->protocol, cpu_accel(), clock_tsc_khz(), clock_method(), pmm_total_bytes() >> 20,
+	       cpu_model(), cmdline_raw());
+	pci_init();
+
+	selftest_configure();
+	app_configure();
+	cmdline_finish();
+
+	printf("vnetlab ready boot_us=%lu pci=%s pci_functions=%d\n",
+	       clock_tsc_to_ns(rdtsc() - boot_tsc) / 1000, pci_access_method(), pci_count());
+	if (selftest_run())
+		kernel_exit(EXIT_OK);
+	kernel_exit(app_main());
+}

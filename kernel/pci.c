@@ -1,0 +1,182 @@
+/*
+ * pci.c: PCI enumeration and configuration space. ECAM (memory-mapped,
+ * PCIe base spec 7.2.2) when ACPI's MCFG describes it, else the legacy
+ * 0xCF8/0xCFC mechanism (PCI Local Bus 3.0 section 3.2.2.3.2), which every
+ * QEMU PC model has. BAR addresses are read at run time: firmware places
+ * them, and they move with the device set.
+ */
+#include <stdio.h>
+#include "kernel/arch.h"
+#include "kernel/kernel.h"
+
+#define CFG_ADDR     0xcf8
+#define CFG_DATA     0xcfc
+#define PCI_MAX_DEVS 64
+
+#define PCI_VENDOR      0x00
+#define PCI_COMMAND     0x04
+#define PCI_CLASS_REV   0x08
+#define PCI_HEADER_TYPE 0x0e
+#define PCI_BAR0        0x10
+#define CMD_IO          (1u << 0)
+#define CMD_MEM         (1u << 1)
+#define CMD_MASTER      (1u << 2)
+
+static struct pci_dev devs[PCI_MAX_DEVS];
+static int ndevs;
+static uintptr_t ecam;
+static uint8_t ecam_bus_start, ecam_bus_end;
+
+static uintptr_t ecam_addr(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t off)
+{
+	return ecam + (((uintptr_t)(bus - ecam_bus_start) << 20) | ((uintptr_t)dev << 15) |
+	               ((uintptr_t)fn << 12) | off);
+}
+
+static bool use_ecam(uint8_t bus)
+{
+	return ecam && bus >= ecam_bus_start && bus <= ecam_bus_end;
+}
+
+static uint32_t raw_read32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t off)
+{
+	if (use_ecam(bus))
+		return mmio_read32(ecam_addr(bus, dev, fn, off & ~3));
+	outl(CFG_ADDR, 0x80000000u | ((uint32_t)bus << 16) | ((uint32_t)dev << 11) |
+	                   ((uint32_t)fn << 8) | (off & 0xfc));
+	return inl(CFG_DATA);
+}
+
+static void raw_write32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t off, uint32_t v)
+{
+	if (use_ecam(bus)) {
+		mmio_write32(ecam_addr(bus, dev, fn, off & ~3), v);
+		return;
+	}
+	outl(CFG_ADDR, 0x80000000u | ((uint32_t)bus << 16) | ((uint32_t)dev << 11) |
+	                   ((uint32_t)fn << 8) | (off & 0xfc));
+	outl(CFG_DATA, v);
+}
+
+uint32_t pci_cfg_read32(const struct pci_dev *d, uint16_t off)
+{
+	return raw_read32(d->bus, d->dev, d->fn, off);
+}
+
+uint16_t pci_cfg_read16(const struct pci_dev *d, uint16_t off)
+{
+	return (uint16_t)(pci_cfg_read32(d, off) >> ((off & 2) * 8));
+}
+
+uint8_t pci_cfg_read8(const struct pci_dev *d, uint16_t off)
+{
+	return (uint8_t)(pci_cfg_read32(d, off) >> ((off & 3) * 8));
+}
+
+void pci_cfg_write32(const struct pci_dev *d, uint16_t off, uint32_t v)
+{
+	raw_write32(d->bus, d->dev, d->fn, off, v);
+}
+
+void pci_cfg_write16(const struct pci_dev *d, uint16_t off, uint16_t v)
+{
+	uint32_t shift = (off & 2) * 8;
+	uint32_t old = pci_cfg_read32(d, off);
+	old &= ~(0xffffu << shift);
+	pci_cfg_write32(d, off, old | ((uint32_t)v << shift));
+}
+
+static void probe(uint8_t bus, uint8_t dev, uint8_t fn)
+{
+	uint32_t id = raw_read32(bus, dev, fn, PCI_VENDOR);
+	if ((id & 0xffff) == 0xffff || ndevs == PCI_MAX_DEVS)
+		return;
+	struct pci_dev *d = &devs[ndevs++];
+	d->bus = bus;
+	d->dev = dev;
+	d->fn = fn;
+	d->vendor = (uint16_t)id;
+	d->device = (uint16_t)(id >> 16);
+	d->class_rev = raw_read32(bus, dev, fn, PCI_CLASS_REV);
+	printf("pci %02x:%02x.%x %04x:%04x class=%06x\n", bus, dev, fn, d->vendor, d->device,
+	       d->class_rev >> 8);
+}
+
+void pci_init(void)
+{
+	ecam = (uintptr_t)acpi_ecam_base(&ecam_bus_start, &ecam_bus_end);
+	if (ecam) {
+		paging_map_mmio(ecam, (uint64_t)(ecam_bus_end - ecam_bus_start + 1) << 20);
+	}
+	/* Brute force over every bus: cheap (one config read per absent
+	 * slot) and independent of how bridges were numbered. */
+	for (unsigned bus = 0; bus < 256; bus++) {
+		for (uint8_t dev = 0; dev < 32; dev++) {
+			uint32_t id = raw_read32((uint8_t)bus, dev, 0, PCI_VENDOR);
+			if ((id & 0xffff) == 0xffff)
+				continue;
+			uint8_t ht =
+			    (uint8_t)(raw_read32((uint8_t)bus, dev, 0, PCI_HEADER_TYPE & ~3) >> 16);
+			int nfn = (ht & 0x80) ? 8 : 1;
+			for (uint8_t fn = 0; fn < nfn; fn++)
+				probe((uint8_t)bus, dev, fn);
+		}
+	}
+}
+
+const char *pci_access_method(void)
+{
+	return ecam ? "ecam" : "ports";
+}
+
+int pci_count(void)
+{
+	return ndevs;
+}
+
+const struct pci_dev *pci_get(int i)
+{
+	return i >= 0 && i < ndevs ? &devs[i] : NULL;
+}
+
+/* Size a BAR by the all-ones write (PCI 3.0 section 6.2.5.1), with decoding
+ * off so the device never answers at the probe address. */
+uint64_t pci_bar(const struct pci_dev *d, int bar, uint64_t *size, bool *is_io)
+{
+	uint16_t off = PCI_BAR0 + 4 * bar;
+	uint16_t cmd = pci_cfg_read16(d, PCI_COMMAND);
+	pci_cfg_write16(d, PCI_COMMAND, cmd & ~(CMD_IO | CMD_MEM));
+
+	uint32_t lo = pci_cfg_read32(d, off);
+	bool io = lo & 1;
+	bool is64 = !io && ((lo >> 1) & 3) == 2;
+	uint64_t addr = io ? (lo & ~3u) : (lo & ~15u);
+	uint64_t mask;
+
+	pci_cfg_write32(d, off, 0xffffffff);
+	mask = pci_cfg_read32(d, off);
+	pci_cfg_write32(d, off, lo);
+	if (is64) {
+		uint32_t hi = pci_cfg_read32(d, off + 4);
+		addr |= (uint64_t)hi << 32;
+		pci_cfg_write32(d, off + 4, 0xffffffff);
+		mask |= (uint64_t)pci_cfg_read32(d, off + 4) << 32;
+		pci_cfg_write32(d, off + 4, hi);
+	} else {
+		mask |= 0xffffffff00000000ull;
+	}
+	pci_cfg_write16(d, PCI_COMMAND, cmd);
+
+	mask &= io ? ~3ull : ~15ull;
+	if (size)
+		*size = mask ? (~mask + 1) : 0;
+	if (is_io)
+		*is_io = io;
+	return addr;
+}
+
+void pci_enable_mmio_busmaster(const struct pci_dev *d)
+{
+	uint16_t cmd = pci_cfg_read16(d, PCI_COMMAND);
+	pci_cfg_write16(d, PCI_COMMAND, cmd | CMD_MEM | CMD_MASTER);
+}
