@@ -57,16 +57,22 @@ $(DEPS_STAMP):
 
 pvh: $(O)/vnetlab.elf
 
+# V=1 shows full command lines.
+Q := $(if $(V),,@)
+
 $(O)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(O)/obj/%.o: %.S | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -D__ASSEMBLY__ -c $< -o $@
+	@$(if $(Q),echo "  AS      $<")
+	$(Q)$(CC) $(CFLAGS) -D__ASSEMBLY__ -c $< -o $@
 
 $(O)/vnetlab.elf: $(PVH_OBJS) $(COMMON_OBJS) linker/pvh.ld
-	$(CC) -nostdlib -static -no-pie -Wl,-T,linker/pvh.ld -Wl,--no-dynamic-linker -Wl,--build-id=none \
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -nostdlib -static -no-pie -Wl,-T,linker/pvh.ld -Wl,--no-dynamic-linker -Wl,--build-id=none \
 		-Wl,-z,noexecstack -Wl,--no-warn-rwx-segments $(LDPRINTF) \
 		-o $@ $(PVH_OBJS) $(COMMON_OBJS) $(LIBS)
 

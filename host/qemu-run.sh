@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# host/qemu-run.sh: boot the appliance once under QEMU with a hard timeout and
+# return the guest's own exit status.
+#
+#   host/qemu-run.sh [options] [-- extra QEMU arguments]
+#     --kernel ELF        PVH direct boot (default build/vnetlab.elf)
+#     --image IMG         UEFI boot of a disk image under OVMF (TCG only here)
+#     --append "k=v ..."  kernel command line (PVH; the image carries its own)
+#     --machine pc|q35    QEMU machine model (default pc)
+#     --accel auto|kvm|tcg  auto = KVM only if the CPU has vmx/svm and a probe
+#                         boot under KVM succeeds, else TCG (default auto)
+#     --net user|tap:IF|none  NIC backend: slirp, an existing tap, or no NIC
+#     --vhost             with tap: vhost=on (needs /dev/vhost-net)
+#     --mem MIB           guest memory (default 512)
+#     --timeout SEC       hard limit for the whole boot (default 60)
+#
+# Exit status: the guest's status (0 = success) as reported through
+# isa-debug-exit, 124 on timeout, 125 if QEMU ended without a guest status.
+# The accelerator actually used is printed as "qemu-run: accel=...".
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+kernel=$top/build/vnetlab.elf
+image=""
+append=""
+machine=pc
+accel=auto
+net=user
+vhost=0
+mem=512
+tmo=60
+extra=()
+
+die() {
+	echo "qemu-run: error: $*" >&2
+	exit 125
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel) kernel=$2; shift 2 ;;
+	--image) image=$2; shift 2 ;;
+	--append) append=$2; shift 2 ;;
+	--machine) machine=$2; shift 2 ;;
+	--accel) accel=$2; shift 2 ;;
+	--net) net=$2; shift 2 ;;
+	--vhost) vhost=1; shift ;;
+	--mem) mem=$2; shift 2 ;;
+	--timeout) tmo=$2; shift 2 ;;
+	--) shift; extra=("$@"); break ;;
+	*) die "unknown option '$1' (see the header of $0)" ;;
+	esac
+done
+
+case "$machine" in pc | q35) ;; *) die "unknown machine '$machine' (pc|q35)" ;; esac
+command -v qemu-system-x86_64 >/dev/null ||
+	die "qemu-system-x86_64 not found (Debian package qemu-system-x86; 'make deps' as root installs it)"
+
+# Usable hardware KVM: the CPU advertises VMX/SVM (a software /dev/kvm, as
+# on some cloud hosts, does not) and a short probe boot really works.
+kvm_usable() {
+	grep -qE '\b(vmx|svm)\b' /proc/cpuinfo || return 1
+	[ -r /dev/kvm ] && [ -w /dev/kvm ] || return 1
+	[ -f "$kernel" ] || return 1
+	local s=0
+	timeout 20 qemu-system-x86_64 -M "$machine" -accel kvm -cpu host -m 128 -nodefaults \
+		-display none -serial none -monitor none -device isa-debug-exit \
+		-kernel "$kernel" >/dev/null 2>&1 || s=$?
+	[ "$s" = 1 ]
+}
+
+if [ "$accel" = auto ]; then
+	if [ -z "$image" ] && kvm_usable; then accel=kvm; else accel=tcg; fi
+fi
+case "$accel" in
+kvm) cpu=(-accel kvm -cpu host) ;;
+tcg) cpu=(-accel tcg -cpu max) ;;
+*) die "unknown accel '$accel' (auto|kvm|tcg)" ;;
+esac
+
+args=(-M "$machine" "${cpu[@]}" -m "$mem" -nodefaults -display none -no-reboot
+	-serial stdio -monitor none -device isa-debug-exit)
+
+if [ -n "$image" ]; then
+	[ -f "$image" ] || die "image '$image' not found (make image)"
+	ovmf=/usr/share/ovmf/OVMF.fd
+	[ -f "$ovmf" ] || die "$ovmf not found (Debian package ovmf)"
+	args+=(-bios "$ovmf" -drive "file=$image,format=raw,snapshot=on")
+else
+	[ -f "$kernel" ] || die "kernel '$kernel' not found (make pvh)"
+	args+=(-kernel "$kernel")
+	[ -n "$append" ] && args+=(-append "$append")
+fi
+
+# The NIC: modern-only virtio-net-pci (1af4:1041), so the driver can only
+# use the virtio 1.x transport; no option ROM (we never boot from it).
+nic="virtio-net-pci,netdev=n0,disable-legacy=on,romfile="
+case "$net" in
+none) ;;
+user) args+=(-netdev user,id=n0 -device "$nic") ;;
+tap:*)
+	ifname=${net#tap:}
+	v=""
+	if [ "$vhost" = 1 ]; then
+		[ -c /dev/vhost-net ] || die "vhost=on needs /dev/vhost-net, which this host does not have"
+		v=",vhost=on"
+	fi
+	args+=(-netdev "tap,id=n0,ifname=$ifname,script=no,downscript=no$v" -device "$nic")
+	;;
+*) die "unknown net '$net' (user|tap:IFNAME|none)" ;;
+esac
+
+echo "qemu-run: accel=$accel machine=$machine net=$net boot=$([ -n "$image" ] && echo efi || echo pvh)" >&2
+s=0
+timeout --kill-after=5 "$tmo" qemu-system-x86_64 "${args[@]}" "${extra[@]}" </dev/null || s=$?
+if [ "$s" = 124 ] || [ "$s" = 137 ]; then
+	echo "qemu-run: error: timeout after ${tmo}s, QEMU killed" >&2
+	exit 124
+fi
+# isa-debug-exit: guest value v -> QEMU status 2v+1.
+if [ $((s % 2)) = 1 ]; then
+	exit $(((s - 1) / 2))
+fi
+echo "qemu-run: error: QEMU exited with status $s without a guest exit status" >&2
+exit 125

@@ -1,0 +1,255 @@
+"""tests/lib.py: what every test uses to boot the appliance and check its console.
+
+A test is a function ``test_*(t)`` in ``tests/cases/test_*.py``; ``t`` is a
+``T``. It boots QEMU through host/qemu-run.sh (the same path as ``make run``),
+always with a hard timeout, and asserts on serial lines and the guest's exit
+status. A failure raises ``Fail`` with what was expected and what was seen;
+the runner prints it with the tail of the console.
+"""
+
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("VNETLAB_BUILD", os.path.join(TOP, "build"))
+QEMU_RUN = os.path.join(TOP, "host", "qemu-run.sh")
+
+# Namespace, tap and addresses of the test network. The host end lives only
+# inside a namespace the test creates, so nothing outside this machine (or
+# outside the namespace) is ever addressed.
+NS_HOST_IP = "10.77.0.1"
+NS_GUEST_IP = "10.77.0.2"
+NS_PREFIX = 24
+
+
+class Fail(Exception):
+    """A test expectation did not hold."""
+
+
+class Skip(Exception):
+    """The test cannot run on this host (reason given)."""
+
+
+class Guest:
+    """One QEMU run: console lines with arrival times, then the exit status."""
+
+    def __init__(self, argv, timeout, name):
+        self.argv = argv
+        self.timeout = timeout
+        self.name = name
+        self.lines = []  # (host monotonic seconds, text)
+        self.stderr = []
+        self.status = None
+        self._q = queue.Queue()
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        self._out = threading.Thread(target=self._read, args=(self.proc.stdout, True), daemon=True)
+        self._err = threading.Thread(target=self._read, args=(self.proc.stderr, False), daemon=True)
+        self._out.start()
+        self._err.start()
+
+    def _read(self, f, is_out):
+        for raw in iter(f.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            # SeaBIOS/OVMF clear-screen sequences end up in front of the
+            # first kernel line; drop everything before "vnetlab".
+            if is_out and "vnetlab boot=" in line:
+                line = line[line.index("vnetlab boot="):]
+            if is_out:
+                self.lines.append((time.monotonic(), line))
+                self._q.put(line)
+            else:
+                self.stderr.append(line)
+        if is_out:
+            self._q.put(None)
+
+    def wait_line(self, pattern, timeout=30):
+        """Block until a console line matches; returns the match."""
+        rx = re.compile(pattern)
+        for _, line in list(self.lines):
+            m = rx.search(line)
+            if m:
+                return m
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise Fail(f"{self.name}: no console line matching /{pattern}/ within {timeout}s")
+            try:
+                line = self._q.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise Fail(f"{self.name}: console ended without a line matching /{pattern}/")
+            m = rx.search(line)
+            if m:
+                return m
+
+    def wait(self):
+        """Wait for QEMU to end (qemu-run.sh enforces the hard timeout)."""
+        try:
+            self.status = self.proc.wait(timeout=self.timeout + 30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise Fail(f"{self.name}: qemu-run.sh did not end within {self.timeout + 30}s")
+        self._out.join(5)
+        self._err.join(5)
+        return self
+
+    def kill(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    # ---- assertions ----
+    def text(self):
+        return [l for _, l in self.lines]
+
+    def tail(self, n=25):
+        return "\n".join(["    | " + l for l in self.text()[-n:]] + ["    ! " + l for l in self.stderr[-5:]])
+
+    def expect(self, pattern):
+        rx = re.compile(pattern)
+        for l in self.text():
+            m = rx.search(l)
+            if m:
+                return m
+        raise Fail(f"{self.name}: expected a console line matching /{pattern}/, saw none")
+
+    def expect_not(self, pattern):
+        rx = re.compile(pattern)
+        for l in self.text():
+            if rx.search(l):
+                raise Fail(f"{self.name}: unexpected console line: {l!r}")
+
+    def expect_status(self, status):
+        if self.status != status:
+            raise Fail(f"{self.name}: expected exit status {status}, got {self.status}")
+
+    def expect_ok(self):
+        """Ready line, no panic, no ERROR line, status 0."""
+        self.expect(r"^vnetlab ready boot_us=\d+")
+        self.expect_not(r"^PANIC")
+        self.expect_not(r"^ERROR ")
+        self.expect_status(0)
+
+    def banner(self):
+        """The banner's key=value fields as a dict."""
+        m = self.expect(r"^vnetlab boot=")
+        return dict(re.findall(r'(\w+)=("[^"]*"|\S+)', m.string))
+
+
+class Netns:
+    """A network namespace with a tap for QEMU, removed on every exit path."""
+
+    count = 0
+
+    def __init__(self, t):
+        Netns.count += 1
+        self.t = t
+        self.name = f"vnetlab-{os.getpid()}-{Netns.count}"
+        self.tap = "vnltap0"
+        self.procs = []
+
+    def __enter__(self):
+        if os.geteuid() != 0:
+            raise Skip("needs root for a network namespace with a tap")
+        if not shutil.which("ip"):
+            raise Fail("'ip' not found (Debian package iproute2)")
+        self.t.cleanups.append(self.close)
+        ip = ["ip", "-n", self.name]
+        self._run(["ip", "netns", "add", self.name])
+        for cmd in (
+            ip + ["link", "set", "lo", "up"],
+            ip + ["tuntap", "add", "dev", self.tap, "mode", "tap"],
+            # Keep the host's IPv6 ND/MLD chatter off the wire we measure.
+            ["ip", "netns", "exec", self.name, "sysctl", "-qw", f"net.ipv6.conf.{self.tap}.disable_ipv6=1"],
+            ip + ["addr", "add", f"{NS_HOST_IP}/{NS_PREFIX}", "dev", self.tap],
+            ip + ["link", "set", self.tap, "up"],
+        ):
+            self._run(cmd)
+        return self
+
+    def _run(self, cmd):
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        if r.returncode:
+            raise Fail(f"{' '.join(cmd)} failed: {r.stderr.strip()}")
+
+    def exec_argv(self, argv):
+        return ["ip", "netns", "exec", self.name] + argv
+
+    def popen(self, argv, **kw):
+        """Start a host-side peer inside the namespace; ended on close."""
+        p = subprocess.Popen(self.exec_argv(argv), start_new_session=True, **kw)
+        self.procs.append(p)
+        return p
+
+    def run(self, argv, timeout, **kw):
+        return subprocess.run(self.exec_argv(argv), timeout=timeout, **kw)
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait()
+        self.procs = []
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class T:
+    """Per-test context handed to every test function."""
+
+    def __init__(self, name):
+        self.name = name
+        self.guests = []
+        self.cleanups = []
+
+    def start(self, append="", machine="pc", net="user", image=None, timeout=60, ns=None, extra=(), kernel=None):
+        argv = [QEMU_RUN, "--machine", machine, "--net", net, "--timeout", str(timeout)]
+        if image:
+            argv += ["--image", image]
+        else:
+            argv += ["--kernel", kernel or os.path.join(BUILD, "vnetlab.elf"), "--append", append]
+        if extra:
+            argv += ["--"] + list(extra)
+        if ns:
+            argv = ns.exec_argv(argv)
+        g = Guest(argv, timeout, self.name)
+        self.guests.append(g)
+        return g
+
+    def boot(self, **kw):
+        """Boot, wait for the end, return the Guest."""
+        return self.start(**kw).wait()
+
+    def netns(self):
+        return Netns(self)
+
+    def close(self):
+        for g in self.guests:
+            g.kill()
+        for c in reversed(self.cleanups):
+            c()
+        self.cleanups = []

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""tests/runner.py: run every test_* function in tests/cases/test_*.py.
+
+    python3 tests/runner.py [-k SUBSTRING] [-v]
+
+Prints PASS/FAIL/SKIP per test (a failure with what was expected, what was
+seen and the console tail) and ends with the line "N passed, N failed"
+(", N skipped" when any were skipped). Exit status 1 if anything failed.
+"""
+
+import argparse
+import importlib.util
+import inspect
+import os
+import signal
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lib  # noqa: E402
+
+CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases")
+
+
+def discover():
+    tests = []
+    for fn in sorted(os.listdir(CASES)):
+        if not (fn.startswith("test_") and fn.endswith(".py")):
+            continue
+        spec = importlib.util.spec_from_file_location(fn[:-3], os.path.join(CASES, fn))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        for name, fn_obj in inspect.getmembers(mod, inspect.isfunction):
+            if name.startswith("test_") and fn_obj.__module__ == mod.__name__:
+                line = inspect.getsourcelines(fn_obj)[1]
+                tests.append((mod.__name__, line, name, fn_obj))
+    tests.sort(key=lambda x: (x[0], x[1]))
+    return [(f"{m}.{n}", f) for m, _, n, f in tests]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-k", default="", help="run only tests whose name contains this")
+    ap.add_argument("-v", action="store_true", help="print the console of passing tests too")
+    a = ap.parse_args()
+
+    current = []
+
+    def on_signal(signum, _frame):
+        # Ctrl-C or CI's stop: clean up namespaces and QEMUs of the running test.
+        for t in current:
+            t.close()
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    passed = failed = skipped = 0
+    for name, fn in discover():
+        if a.k and a.k not in name:
+            continue
+        t = lib.T(name)
+        current[:] = [t]
+        t0 = time.monotonic()
+        try:
+            fn(t)
+            passed += 1
+            print(f"PASS {name} ({time.monotonic() - t0:.1f}s)", flush=True)
+            if a.v:
+                for g in t.guests:
+                    print(g.tail(200))
+        except lib.Skip as e:
+            skipped += 1
+            print(f"SKIP {name}: {e}", flush=True)
+        except lib.Fail as e:
+            failed += 1
+            print(f"FAIL {name} ({time.monotonic() - t0:.1f}s): {e}", flush=True)
+            for g in t.guests[-2:]:
+                print(f"  console tail ({' '.join(g.argv[-6:])}):")
+                print(g.tail())
+        except Exception:
+            failed += 1
+            print(f"FAIL {name}: test raised", flush=True)
+            traceback.print_exc()
+        finally:
+            t.close()
+    tail = f", {skipped} skipped" if skipped else ""
+    print(f"{passed} passed, {failed} failed{tail}")
+    return 1 if failed or passed == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
