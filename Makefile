@@ -22,7 +22,7 @@ CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Werror \
 	-fno-omit-frame-pointer -mno-red-zone -mgeneral-regs-only \
 	-fPIC -fvisibility=hidden -fno-common --param=min-pagesize=0 \
 	-nostdinc -isystem $(PICOLIBC)/include -isystem $(shell $(CC) -print-file-name=include) \
-	-I. -MMD -MP
+	-I. -Inet/port -I$(LWIP)/src/include -MMD -MP
 CFLAGS  := $(CFLAGS_BASE) $(POLICY_CFLAGS) $(EXTRA_CFLAGS)
 
 # picolibc: the integer-only printf (no floating point anywhere in the guest).
@@ -31,13 +31,23 @@ LDPRINTF := -Wl,--defsym=vfprintf=__l_vfprintf -Wl,--defsym=vfscanf=__l_vfscanf
 
 KERNEL_SRCS := $(wildcard kernel/*.c kernel/*.S)
 DRIVER_SRCS := $(wildcard drivers/virtio/*.c)
-NET_SRCS    :=
+NET_SRCS    := $(wildcard net/*.c)
+# lwIP 2.1.3 from deps/ (fetched by host/deps.sh): NO_SYS core, IPv4,
+# Ethernet, lwiperf. Listed, not globbed, so a fresh clone parses before
+# the fetch has run.
+LWIP_FILES := core/def.c core/inet_chksum.c core/init.c core/ip.c core/mem.c \
+	core/memp.c core/netif.c core/pbuf.c core/stats.c core/sys.c core/tcp.c \
+	core/tcp_in.c core/tcp_out.c core/timeouts.c core/udp.c \
+	core/ipv4/dhcp.c core/ipv4/etharp.c core/ipv4/icmp.c core/ipv4/ip4.c \
+	core/ipv4/ip4_addr.c core/ipv4/ip4_frag.c netif/ethernet.c \
+	apps/lwiperf/lwiperf.c
+LWIP_OBJS := $(patsubst %.c,$(O)/obj/lwip/%.o,$(LWIP_FILES))
 APP_SRCS    := $(wildcard apps/*.c)
 COMMON_SRCS := $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS) $(APP_SRCS)
 PVH_SRCS    := $(wildcard boot/pvh/*.c boot/pvh/*.S)
 
 obj = $(patsubst %,$(O)/obj/%.o,$(basename $(1)))
-COMMON_OBJS := $(call obj,$(COMMON_SRCS))
+COMMON_OBJS := $(call obj,$(COMMON_SRCS)) $(LWIP_OBJS)
 PVH_OBJS    := $(call obj,$(PVH_SRCS))
 
 .PHONY: all deps pvh efi image run test variants clean distclean help format
@@ -63,6 +73,11 @@ Q := $(if $(V),,@)
 $(O)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(O)/obj/lwip/%.o: $(LWIP)/src/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      lwip/$*.c")
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(O)/obj/%.o: %.S | $(DEPS_STAMP)
