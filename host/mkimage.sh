@@ -4,9 +4,10 @@
 #
 # Layout: a GPT disk (VNETLAB_IMG_MIB MiB, default 64) with one EFI System
 # Partition from 1 MiB to the end, formatted FAT32, holding
-#   \EFI\BOOT\BOOTX64.EFI  the removable-media boot path firmware tries
-#                          when it has no boot entries (UEFI 2.10 section
-#                          3.5.1.1), so a fresh OVMF boots it unattended
+#   \EFI\BOOT\BOOTX64.EFI  the removable-media boot path, which firmware
+#                          boots from a disk that has no boot entry of its
+#                          own (UEFI 2.10 section 3.5.1.1), so a fresh OVMF
+#                          boots it unattended
 #   \EFI\BOOT\CMDLINE.TXT  the appliance command line (one line), read by
 #                          boot/efi when the firmware passes no load options
 #
@@ -38,8 +39,9 @@ LC_ALL=C
 case "$cmdline" in *[![:print:]]*) die "command line has a non-printable character" ;; esac
 # FAT32 needs at least 65525 clusters; mformat picks 1-sector clusters on
 # small disks, so 34 MiB is the floor with room for the GPT.
-[[ $size_mib =~ ^[0-9]+$ ]] && [ "$size_mib" -ge 34 ] ||
+if ! [[ $size_mib =~ ^[0-9]+$ ]] || [ "$size_mib" -lt 34 ]; then
 	die "VNETLAB_IMG_MIB=$size_mib: need a whole number of MiB, at least 34"
+fi
 
 mkdir -p "$(dirname "$out")"
 tmp=$(mktemp "$out.XXXXXX")
@@ -53,7 +55,9 @@ sgdisk --clear --new=1:2048:0 --typecode=1:EF00 --change-name=1:"EFI system part
 	"$tmp" >/dev/null || die "sgdisk could not partition $tmp"
 read -r first last < <(sgdisk --info=1 "$tmp" |
 	awk '/^First sector:/ { f = $3 } /^Last sector:/ { l = $3 } END { print f, l }')
-[ -n "${first:-}" ] && [ -n "${last:-}" ] || die "sgdisk did not report partition 1 of $tmp"
+if [ -z "${first:-}" ] || [ -z "${last:-}" ]; then
+	die "sgdisk did not report partition 1 of $tmp"
+fi
 
 # mtools addresses the partition by byte offset; -T gives its size in
 # sectors, which mtools cannot learn from an offset alone, and -H records
@@ -68,4 +72,3 @@ mcopy -i "$fat" "$txt" ::/EFI/BOOT/CMDLINE.TXT || die "mcopy of CMDLINE.TXT fail
 
 chmod a+r "$tmp" # mktemp made it private
 mv "$tmp" "$out"
-trap 'rm -f "$txt"' EXIT

@@ -134,3 +134,5 @@ boot_pml4:
 boot_stack:
 	.skip 65536
 boot_stack_top:
+
+	.section .note.GNU-stack, "", @progbits
