@@ -31,7 +31,7 @@ LDPRINTF := -Wl,--defsym=vfprintf=__l_vfprintf -Wl,--defsym=vfscanf=__l_vfscanf
 
 KERNEL_SRCS := $(wildcard kernel/*.c kernel/*.S)
 DRIVER_SRCS := $(wildcard drivers/virtio/*.c)
-NET_SRCS    := $(wildcard net/*.c)
+NET_SRCS    := $(if $(wildcard drivers/virtio/vnet.c),$(wildcard net/*.c))
 # lwIP 2.1.3 from deps/ (fetched by host/deps.sh): NO_SYS core, IPv4,
 # Ethernet, lwiperf. Listed, not globbed, so a fresh clone parses before
 # the fetch has run.
@@ -47,10 +47,11 @@ COMMON_SRCS := $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS) $(APP_SRCS)
 PVH_SRCS    := $(wildcard boot/pvh/*.c boot/pvh/*.S)
 
 obj = $(patsubst %,$(O)/obj/%.o,$(basename $(1)))
-COMMON_OBJS := $(call obj,$(COMMON_SRCS)) $(LWIP_OBJS)
+COMMON_OBJS := $(call obj,$(COMMON_SRCS)) $(if $(NET_SRCS),$(LWIP_OBJS))
 PVH_OBJS    := $(call obj,$(PVH_SRCS))
+include mk/variants.mk
 
-.PHONY: all deps pvh efi image run test variants clean distclean help format
+.PHONY: all deps pvh efi image run test bench variants clean distclean help format
 all: pvh efi
 
 help:
@@ -93,11 +94,20 @@ $(O)/vnetlab.elf: $(PVH_OBJS) $(COMMON_OBJS) linker/pvh.ld
 
 -include boot/efi/efi.mk
 
+# The main job: benchmarks against host peers (host/run.sh lists the
+# settings: TEST= ROLE= REQ= RESP= INSTANCES= BURST= MSG= DURATION= WARMUP=
+# NET= ARGS=; make passes command-line variables on in the environment).
 run: pvh
-	bash host/qemu-run.sh --kernel $(O)/vnetlab.elf -- $(ARGS)
+	bash host/run.sh --kernel $(O)/vnetlab.elf
 
 test: deps
 	bash tests/run.sh
+
+# Benchmark matrix (host/bench/vnetbench.py; results in results/<timestamp>/):
+#   make bench BENCH_ARGS="--matrix host/bench/matrices/small.txt"
+BENCH_ARGS ?= --matrix host/bench/matrices/small.txt
+bench: deps
+	python3 host/bench/vnetbench.py $(BENCH_ARGS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

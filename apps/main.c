@@ -3,23 +3,45 @@
  * claims its own keys in its configure step, before the kernel rejects
  * unknown ones.
  */
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
+#include "apps/apps.h"
 #include "kernel/kernel.h"
 
-enum { APP_NONE };
-static const char *const apps[] = {"none", NULL};
-static int app;
+static int app_none(void)
+{
+	printf("vnetlab app=none: nothing to run\n");
+	return EXIT_OK;
+}
+
+static const struct app {
+	const char *name;
+	void (*configure)(void);
+	int (*run)(void);
+} apps[] = {
+    {"none", NULL, app_none},
+    {"arpping", arpping_configure, arpping_main},
+    {"echo", echo_configure, echo_main},
+    {"rr", rr_configure, rr_main},
+    {"stream", stream_configure, stream_main},
+    {"tcpcheck", tcpcheck_configure, tcpcheck_main},
+};
+
+static const struct app *chosen;
 
 void app_configure(void)
 {
-	app = cmdline_choice("app", apps, APP_NONE);
+	const char *names[ARRAY_SIZE(apps) + 1];
+	for (size_t i = 0; i < ARRAY_SIZE(apps); i++)
+		names[i] = apps[i].name;
+	names[ARRAY_SIZE(apps)] = NULL;
+	chosen = &apps[cmdline_choice("app", names, 0)];
+	if (chosen->configure)
+		chosen->configure();
 }
 
 int app_main(void)
 {
-	switch (app) {
-	default:
-		printf("vnetlab app=none: nothing to run\n");
-		return EXIT_OK;
-	}
+	return chosen->run();
 }

@@ -29,7 +29,7 @@ die() {
 # test runner and harness, iproute2/iputils for namespace tests.
 PKGS=(gcc make binutils qemu-system-x86 ovmf gnu-efi meson ninja-build
 	mtools gdisk python3 iproute2 iputils-ping xz-utils ca-certificates
-	sockperf iperf)
+	sockperf iperf python3-matplotlib dpdk-dev)
 
 install_packages() {
 	local missing=() p

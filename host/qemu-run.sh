@@ -112,7 +112,7 @@ esac
 
 echo "qemu-run: accel=$accel machine=$machine net=$net boot=$([ -n "$image" ] && echo efi || echo pvh)" >&2
 s=0
-timeout --kill-after=5 "$tmo" qemu-system-x86_64 "${args[@]}" "${extra[@]}" </dev/null || s=$?
+timeout --foreground --kill-after=5 "$tmo" qemu-system-x86_64 "${args[@]}" "${extra[@]}" </dev/null || s=$?
 if [ "$s" = 124 ] || [ "$s" = 137 ]; then
 	echo "qemu-run: error: timeout after ${tmo}s, QEMU killed" >&2
 	exit 124

@@ -110,6 +110,7 @@ bool selftest_run(void); /* true if a self-test ran */
 
 /* main.c */
 uint64_t kernel_boot_tsc(void);
+const char *kernel_boot_protocol(void); /* "pvh" or "efi", for result lines */
 
 /* apps/main.c: the application. app_configure() claims its command-line
  * keys before the kernel checks for unknown ones; app_main() runs after the

@@ -17,15 +17,22 @@
 #define HEAP_MAX (64ull << 20)
 
 static uint64_t boot_tsc;
+static const char *boot_protocol;
 
 uint64_t kernel_boot_tsc(void)
 {
 	return boot_tsc;
 }
 
+const char *kernel_boot_protocol(void)
+{
+	return boot_protocol;
+}
+
 void kernel_main(struct boot_info *bi)
 {
 	boot_tsc = bi->entry_tsc ? bi->entry_tsc : rdtsc();
+	boot_protocol = bi->protocol;
 	console_init();
 	cpu_init();
 	trap_init();

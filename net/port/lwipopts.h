@@ -68,7 +68,7 @@
 
 /* ---- statistics: printed with the driver counters at the end of a run ---- */
 #define LWIP_STATS         1
-#define LWIP_STATS_DISPLAY 0 /* our own compact printer in net/stats.c */
+#define LWIP_STATS_DISPLAY 0 /* compact LWIPSTATS line from net_print_counters() */
 #define LINK_STATS         1
 #define ETHARP_STATS       1
 #define IP_STATS           1
@@ -79,6 +79,7 @@
 #define MEM_STATS          1
 #define MEMP_STATS         1
 #define SYS_STATS          0
+#define MIB2_STATS         1 /* for the TCP retransmission count (tcpretranssegs) */
 
 /* ---- zero-copy RX: custom pbufs wrapping driver buffers ---- */
 #define LWIP_SUPPORT_CUSTOM_PBUF 1

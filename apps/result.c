@@ -1,0 +1,97 @@
+/*
+ * result.c: the RESULT line (format in result.h) and counter snapshots.
+ *
+ * Counters are taken for the measured interval only: a snapshot when the
+ * measurement starts (after warm-up), one when it ends, and the line
+ * reports the difference. Kicks and suppressed kicks are summed over both
+ * queues (RX refills notify too); reclaims and ring-full events are TX.
+ */
+#include <stdio.h>
+#include "apps/result.h"
+#include "kernel/kernel.h"
+#include "net/net.h"
+
+void result_snap(struct result_snap *s)
+{
+	vnet_counters(net_vnet(), &s->rx, &s->tx);
+	s->lwip_drops = net_lwip_drops() + vnetif_tx_drops();
+	s->ns = clock_ns();
+}
+
+void result_begin(const char *test, const char *role)
+{
+	printf("RESULT {\"test\":\"%s\",\"role\":\"%s\",\"variant\":\"%s\",\"accel\":\"%s\","
+	       "\"backend\":\"%s\",\"boot\":\"%s\"",
+	       test, role, vnet_variant(), cpu_accel(), net_backend(), kernel_boot_protocol());
+}
+
+void result_u64(const char *key, uint64_t v)
+{
+	printf(",\"%s\":%lu", key, v);
+}
+
+void result_str(const char *key, const char *v)
+{
+	printf(",\"%s\":\"%s\"", key, v);
+}
+
+/* num * 1000 / den rounded to nearest, in 128 bits so byte and
+ * transaction counts of any realistic run cannot overflow. */
+static uint64_t milli(uint64_t num, uint64_t den, uint64_t scale)
+{
+	if (!den)
+		return 0;
+	unsigned __int128 n = (unsigned __int128)num * scale * 1000;
+	return (uint64_t)((n + den / 2) / den);
+}
+
+static void print_milli(const char *key, uint64_t m)
+{
+	printf(",\"%s\":%lu.%03lu", key, m / 1000, m % 1000);
+}
+
+void result_ratio(const char *key, uint64_t num, uint64_t den)
+{
+	print_milli(key, milli(num, den, 1));
+}
+
+void result_rates(uint64_t bytes, uint64_t transactions, uint64_t ns)
+{
+	print_milli("tps", milli(transactions, ns, 1000000000ull));
+	/* bits per microsecond = Mbit/s */
+	print_milli("mbps", milli(bytes * 8, ns, 1000));
+}
+
+void result_latency(const struct hist *h)
+{
+	result_u64("lat_mean_ns", hist_mean(h));
+	result_u64("lat_p50_ns", hist_percentile(h, 50000));
+	result_u64("lat_p90_ns", hist_percentile(h, 90000));
+	result_u64("lat_p99_ns", hist_percentile(h, 99000));
+	result_u64("lat_p999_ns", hist_percentile(h, 99900));
+	result_u64("lat_max_ns", h->count ? h->max : 0);
+}
+
+void result_counters(const struct result_snap *a, const struct result_snap *b,
+                     uint64_t transactions)
+{
+	uint64_t kicks = (b->tx.kicks - a->tx.kicks) + (b->rx.kicks - a->rx.kicks);
+	uint64_t suppressed = (b->tx.kicks_suppressed - a->tx.kicks_suppressed) +
+	                      (b->rx.kicks_suppressed - a->rx.kicks_suppressed);
+	uint64_t reclaim_calls = b->tx.reclaim_calls - a->tx.reclaim_calls;
+	result_u64("tx_frames", b->tx.frames - a->tx.frames);
+	result_u64("rx_frames", b->rx.frames - a->rx.frames);
+	result_u64("kicks", kicks);
+	result_u64("kicks_suppressed", suppressed);
+	result_u64("reclaim_calls", reclaim_calls);
+	result_u64("reclaimed", b->tx.reclaimed - a->tx.reclaimed);
+	result_u64("ring_full", b->tx.ring_full - a->tx.ring_full);
+	result_u64("lwip_drops", b->lwip_drops - a->lwip_drops);
+	result_ratio("kicks_per_txn", kicks, transactions);
+	result_ratio("reclaims_per_txn", reclaim_calls, transactions);
+}
+
+void result_end(void)
+{
+	printf("}\n");
+}

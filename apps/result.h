@@ -1,0 +1,42 @@
+/*
+ * result.h: the one machine-readable line every benchmark run ends with,
+ *
+ *	RESULT {"test":"tcp_rr","role":"client","variant":"...","accel":"tcg",
+ *	        "backend":"tap", <parameters>, <throughput>, <latency>, <counters>}
+ *
+ * printed key by key (single-threaded, so nothing interleaves), and the
+ * driver/lwIP counter snapshots that give "per transaction" figures for
+ * exactly the measured interval. Decimal figures are printed from integers
+ * ("%lu.%03lu"): the guest has no floating point.
+ */
+#ifndef VNETLAB_RESULT_H
+#define VNETLAB_RESULT_H
+
+#include <stdint.h>
+#include "apps/hist.h"
+#include "drivers/virtio/vnet.h"
+
+struct result_snap {
+	uint64_t ns;
+	struct vnet_counters rx, tx;
+	uint64_t lwip_drops; /* lwIP drops at every layer + frames the netif dropped */
+};
+
+void result_snap(struct result_snap *s); /* counters and clock now */
+
+/* Opens the line with test, role, variant, accel and backend. */
+void result_begin(const char *test, const char *role);
+void result_u64(const char *key, uint64_t v);
+void result_str(const char *key, const char *v);
+/* num/den with three decimals; 0 when den is 0. */
+void result_ratio(const char *key, uint64_t num, uint64_t den);
+/* "mbps" for bytes moved in ns, "tps" for transactions in ns */
+void result_rates(uint64_t bytes, uint64_t transactions, uint64_t ns);
+/* lat_mean_ns, lat_p50_ns, lat_p90_ns, lat_p99_ns, lat_p999_ns, lat_max_ns */
+void result_latency(const struct hist *h);
+/* Driver counters between two snapshots, totals and per transaction. */
+void result_counters(const struct result_snap *a, const struct result_snap *b,
+                     uint64_t transactions);
+void result_end(void);
+
+#endif

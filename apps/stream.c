@@ -1,0 +1,223 @@
+/*
+ * stream.c: bulk TCP throughput, netperf TCP_STREAM (the appliance sends)
+ * and TCP_MAERTS (the appliance receives), wire compatible with iperf 2
+ * (format in stream.h). This file owns the keys, the data path of one
+ * connection in either direction, the measured interval and the RESULT
+ * line; stream_client.c and stream_server.c own the roles.
+ *
+ * Keys (defaults in brackets):
+ *   stream.role=client|server [client]
+ *   stream.test=stream|maerts [stream]  client: the appliance sends, or
+ *                       receives (asks the server to send, like iperf -R);
+ *                       a server does what each iperf client asks
+ *   stream.msg=N [16384] bytes per write, 1..65535 (iperf -l)
+ *   stream.instances=N [1] client: connections (iperf -P), 1..32; server:
+ *                       connections to wait for (also taken from the header)
+ *   stream.warmup=S [1]  seconds not measured at the start
+ *   stream.seconds=S     client: measured seconds [10]; server: cap [600]
+ *   stream.port=N [5001] iperf's default port
+ *   stream.check=0|1 [0] verify every received byte against iperf's pattern,
+ *                       in records of the sender's write length: a client's
+ *                       -l from its header; stream.msg when a server sends
+ *                       to us (our header asks iperf -s 2.1.8 for it)
+ *   client only: stream.peer=IP [10.0.2.2], stream.timeout=S [5] longest
+ *                       time without progress
+ *   server only: stream.wait=S [60] for the first client, stream.idle=S [2]
+ *                       end this long after the last data; a "stop" datagram
+ *                       on the control port ends at once
+ *
+ * Throughput counts payload acknowledged by the peer (sending) or received
+ * (receiving) inside the measured interval; the iperf header is excluded.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "apps/apps.h"
+#include "apps/result.h"
+#include "apps/stream.h"
+#include "kernel/kernel.h"
+#include "lwip/tcp.h"
+#include "net/net.h"
+
+struct stream_config stream_cfg;
+struct stream_stats stream_st;
+
+static uint8_t pattern[STREAM_MSG_MAX]; /* iperf's compat/string.c pattern() */
+static struct result_snap snap_a, snap_b;
+static uint64_t t_start, t_end;
+
+static void role_only(const char *key, bool ok, const char *role)
+{
+	if (cmdline_str(key, NULL) && !ok)
+		kernel_usage_error("cmdline", "key '%s' applies to stream.role=%s only", key, role);
+}
+
+void stream_configure(void)
+{
+	static const char *const roles[] = {"client", "server", NULL};
+	static const char *const tests[] = {"stream", "maerts", NULL};
+	struct stream_config *c = &stream_cfg;
+
+	net_configure();
+	c->server = cmdline_choice("stream.role", roles, 0) == 1;
+	role_only("stream.test", !c->server, "client");
+	c->maerts = cmdline_choice("stream.test", tests, 0) == 1;
+	c->msg = (uint32_t)cmdline_u64("stream.msg", 16384, 1, STREAM_MSG_MAX);
+	c->instances = (unsigned)cmdline_u64("stream.instances", 1, 1, STREAM_INSTANCES);
+	c->warmup = cmdline_u64("stream.warmup", 1, 0, 600);
+	c->seconds = cmdline_u64("stream.seconds", c->server ? 600 : 10, 1, 86400);
+	c->port = (uint16_t)cmdline_u64("stream.port", 5001, 1, 65535);
+	c->check = cmdline_bool("stream.check", false);
+	role_only("stream.peer", !c->server, "client");
+	role_only("stream.timeout", !c->server, "client");
+	role_only("stream.wait", c->server, "server");
+	role_only("stream.idle", c->server, "server");
+	peer_parse("stream.peer", "10.0.2.2", &c->peer);
+	c->timeout_s = c->server ? cmdline_u64("stream.wait", 60, 1, 86400)
+	                         : cmdline_u64("stream.timeout", 5, 1, 3600);
+	c->idle_s = cmdline_u64("stream.idle", 2, 1, 3600);
+}
+
+uint32_t stream_be32(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+void stream_put_be32(uint8_t *b, uint32_t v)
+{
+	b[0] = (uint8_t)(v >> 24);
+	b[1] = (uint8_t)(v >> 16);
+	b[2] = (uint8_t)(v >> 8);
+	b[3] = (uint8_t)v;
+}
+
+/* Records of stream.msg bytes, each starting the pattern afresh (iperf
+ * writes one patterned buffer over and over); no-copy writes from the
+ * static pattern, so sending costs no memcpy. */
+void stream_send(struct sconn *s)
+{
+	struct tcp_pcb *pcb = s->pcb;
+	bool wrote = false;
+	while (s->sending) {
+		if (s->send_until_ns && clock_ns() >= s->send_until_ns)
+			s->send_left = 0;
+		if (!s->send_left) {
+			s->sending = false;
+			tcp_shutdown(pcb, 0, 1); /* FIN after the queued data: "done" to iperf */
+			break;
+		}
+		uint32_t n = stream_cfg.msg - s->rec_off;
+		if (n > tcp_sndbuf(pcb))
+			n = tcp_sndbuf(pcb);
+		if (n > s->send_left)
+			n = (uint32_t)s->send_left;
+		if (!n ||
+		    tcp_write(pcb, pattern + s->rec_off, (u16_t)n, TCP_WRITE_FLAG_MORE) != ERR_OK)
+			break; /* full: the sent callback or the tick resumes */
+		wrote = true;
+		s->send_left -= s->send_left == UINT64_MAX ? 0 : n;
+		s->rec_off = (s->rec_off + n) % stream_cfg.msg;
+	}
+	if (wrote)
+		tcp_output(pcb);
+}
+
+void stream_acked(struct sconn *s, uint32_t len)
+{
+	uint32_t hdr = len < s->hdr_unacked ? len : s->hdr_unacked;
+	s->hdr_unacked -= hdr;
+	len -= hdr;
+	if (!len)
+		return;
+	stream_st.last_data_ns = clock_ns();
+	if (stream_st.measuring)
+		stream_st.tx_bytes += len;
+}
+
+static void check(struct sconn *s, const uint8_t *d, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t off = s->rx_data + i;
+		uint32_t r = (uint32_t)(off % s->rec_len);
+		uint8_t want;
+		if (r >= STREAM_HDR_AREA)
+			want = (uint8_t)('0' + r % 10);
+		else if (off < STREAM_HDR_AREA)
+			want = s->ref[r] = d[i]; /* learn the first record's header area */
+		else
+			want = s->ref[r];
+		if (d[i] != want && !stream_st.check_errors++)
+			stream_st.first_bad = off;
+	}
+}
+
+void stream_received(struct sconn *s, const uint8_t *d, uint32_t n)
+{
+	if (stream_cfg.check)
+		check(s, d, n);
+	s->rx_data += n;
+	stream_st.last_data_ns = clock_ns();
+	if (stream_st.measuring)
+		stream_st.rx_bytes += n;
+}
+
+void stream_measure_begin(void)
+{
+	stream_st.tx_bytes = stream_st.rx_bytes = 0;
+	result_snap(&snap_a);
+	t_start = snap_a.ns;
+	stream_st.measuring = true;
+}
+
+void stream_measure_end(uint64_t end_ns)
+{
+	stream_st.measuring = false;
+	result_snap(&snap_b);
+	t_end = end_ns > t_start ? end_ns : snap_b.ns;
+}
+
+static void report(void)
+{
+	const struct stream_config *c = &stream_cfg;
+	const struct stream_stats *st = &stream_st;
+	bool rx = st->rx_bytes >= st->tx_bytes; /* a server does what its clients asked */
+	uint64_t bytes = rx ? st->rx_bytes : st->tx_bytes;
+	uint32_t msg = c->server && rx ? st->peer_msg : c->msg;
+	uint64_t ns = t_end - t_start, msgs = msg ? bytes / msg : 0;
+	result_begin(rx ? "tcp_maerts" : "tcp_stream", c->server ? "server" : "client");
+	result_u64("msg", msg);
+	result_u64("instances", c->server ? st->peers : c->instances);
+	result_ratio("seconds", ns, 1000000000ull);
+	result_u64("warmup", c->warmup);
+	result_u64("bytes", bytes);
+	result_u64("transactions", msgs);
+	result_rates(bytes, msgs, ns);
+	result_u64("check", c->check);
+	result_u64("check_errors", st->check_errors);
+	if (st->check_errors)
+		result_u64("check_first_bad", st->first_bad);
+	result_counters(&snap_a, &snap_b, msgs);
+	result_end();
+}
+
+int stream_main(void)
+{
+	for (size_t i = 0; i < sizeof(pattern); i++)
+		pattern[i] = (uint8_t)('0' + i % 10);
+	net_up();
+	if (stream_cfg.server)
+		stream_server_run();
+	else
+		stream_client_run();
+	/* a run that moved nothing did not complete: no RESULT for it; one
+	 * that moved corrupted data did, and its RESULT says how */
+	if (!stream_st.check_errors && !stream_st.rx_bytes && !stream_st.tx_bytes) {
+		net_print_counters();
+		kernel_error("stream", "no data moved in the measured interval");
+	}
+	report();
+	net_print_counters();
+	if (stream_st.check_errors)
+		kernel_error("stream", "pattern check: %lu bytes differ, first at data offset %lu",
+		             stream_st.check_errors, stream_st.first_bad);
+	return EXIT_OK;
+}

@@ -1,0 +1,99 @@
+/*
+ * stream.h: bulk TCP benchmark (app=stream), shared by stream.c (keys,
+ * iperf header, data path, result), stream_client.c and stream_server.c.
+ *
+ * Wire compatible with iperf 2.1.8: a connection starts with the client's
+ * test header (include/payloads.h: struct client_hdr_v1, 24 bytes, then
+ * struct client_hdrext, 36 bytes, all big endian), whose first word says
+ * how long it is (HEADER_LEN_BIT, length << 1 in HEADER_LEN_MASK). With
+ * HEADER_VERSION2 and HEADER_REVERSE in the extension's upper flags
+ * (`iperf -c -R`) the server sends on the same connection for the time
+ * (negative mAmount, 10 ms units) or bytes (positive) asked; otherwise the
+ * client sends until it closes. Data is iperf's pattern: byte r of each
+ * write is '0' + r % 10, iperf's client overwriting the start of every
+ * write with its header area (STREAM_HDR_AREA bytes).
+ */
+#ifndef VNETLAB_STREAM_H
+#define VNETLAB_STREAM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "lwip/ip_addr.h"
+
+#define STREAM_MSG_MAX   65535
+#define STREAM_INSTANCES 32
+#define STREAM_HDR_LEN   60     /* client_hdr_v1 + client_hdrext, as iperf 2.1.8 sends it */
+#define STREAM_HDR_MAX   400    /* longest header accepted: HEADER_LEN_MASK + a permit key */
+#define STREAM_HDR_AREA  244    /* sizeof(struct client_tcp_testhdr): iperf zeroes it per write */
+#define STREAM_IPERF_BUF 131072 /* iperf 2's default TCP write length (-l) */
+
+/* iperf 2.1.8 include/payloads.h */
+#define IPERF_HEADER_VERSION1  0x80000000u
+#define IPERF_HEADER_EXTEND    0x40000000u
+#define IPERF_HEADER_VERSION2  0x04000000u
+#define IPERF_HEADER_KEYCHECK  0x10000000u
+#define IPERF_HEADER_LEN_BIT   0x00010000u
+#define IPERF_HEADER_LEN_MASK  0x000001feu
+#define IPERF_RUN_NOW          0x00000001u
+#define IPERF_UPPER_REVERSE    0x0400u
+#define IPERF_UPPER_FULLDUPLEX 0x0800u
+#define IPERF_VERSION_U        0x00020001u /* 2.1.8 as IPERF_VERSION_MAJORHEX/MINORHEX */
+#define IPERF_VERSION_L        0x00080003u
+#define IPERF_CLIENTHDRACK     2
+#define IPERF_ACK_LEN          28 /* struct client_hdr_ack without timestamps */
+
+struct stream_config {
+	bool server;
+	bool maerts; /* client: the appliance receives (iperf -R semantics) */
+	bool check;
+	uint32_t msg;
+	unsigned instances;
+	uint64_t seconds, warmup;
+	ip_addr_t peer;
+	uint16_t port;
+	uint64_t timeout_s; /* client: longest stall; server: wait for a client */
+	uint64_t idle_s;    /* server: end this long after the last data */
+};
+
+/* One TCP connection's data path, either direction. */
+struct sconn {
+	struct tcp_pcb *pcb;
+	bool up;                /* connected (client) or header received (server) */
+	bool sending;           /* we send on this connection */
+	uint64_t send_until_ns; /* stop sending then (0: when told) */
+	uint64_t send_left;     /* bytes still to send (iperf -n), UINT64_MAX: no limit */
+	uint32_t rec_off;       /* offset in the record being written */
+	uint32_t hdr_unacked;   /* bytes of our header the next acks cover first */
+	/* receiving */
+	uint32_t rec_len;             /* record length for the pattern check */
+	uint64_t rx_data;             /* data bytes received (header excluded) */
+	uint8_t ref[STREAM_HDR_AREA]; /* start of the first record, to compare the rest with */
+};
+
+struct stream_stats {
+	bool measuring;
+	uint64_t tx_bytes, rx_bytes; /* data acknowledged by the peer / received */
+	uint64_t last_data_ns;
+	uint64_t check_errors, first_bad; /* pattern check: bytes wrong, offset of the first */
+	uint32_t peer_msg;                /* server: the client's write length, if it said */
+	unsigned peers;
+};
+
+extern struct stream_config stream_cfg;
+extern struct stream_stats stream_st;
+
+/* stream.c */
+uint32_t stream_be32(const uint8_t *b);
+void stream_put_be32(uint8_t *b, uint32_t v);
+void stream_send(struct sconn *s);                                   /* write what fits */
+void stream_acked(struct sconn *s, uint32_t len);                    /* sent callback */
+void stream_received(struct sconn *s, const uint8_t *d, uint32_t n); /* data bytes */
+void stream_measure_begin(void);
+void stream_measure_end(uint64_t end_ns);
+
+/* stream_client.c, stream_server.c: set up, warm up, measure (bracketed by
+ * stream_measure_begin/end), tear down. ERROR lines exit. */
+void stream_client_run(void);
+void stream_server_run(void);
+
+#endif

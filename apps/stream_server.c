@@ -1,0 +1,298 @@
+/*
+ * stream_server.c: a stock `iperf -c` (2.x) or another appliance's stream
+ * client drives the appliance, like `iperf -s`. Each connection starts
+ * with the client's test header; then either the client sends until it
+ * closes (TCP_MAERTS for us), or, with HEADER_REVERSE (`iperf -c -R`), we
+ * send on the same connection for the time or bytes it asked (TCP_STREAM)
+ * and close. A 2.0.13+ client that sent HEADER_EXTEND without VERSION2
+ * gets iperf's header acknowledgment back (Listener::client_test_ack).
+ * Legacy dual tests (-d/-r: the server connects back) and --full-duplex
+ * are not supported: such a connection is closed with a note.
+ *
+ * Phases: wait for the first header (stream.wait), warm-up, then measure
+ * until every connection the clients announced (numThreads, at least
+ * stream.instances) has closed, no data moved for stream.idle seconds, a
+ * "stop" on the control port, or stream.seconds.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "apps/apps.h"
+#include "apps/stream.h"
+#include "kernel/kernel.h"
+#include "lwip/tcp.h"
+#include "net/net.h"
+
+#define MAX_CONNS               64
+#define IPERF_HEADER_PEERDETECT 0x02000000u
+
+struct srv_conn {
+	struct sconn s;
+	uint8_t hdr[STREAM_HDR_MAX];
+	uint32_t hdr_have, hdr_need;
+	bool hdr_sized, key_sized;
+};
+
+static struct tcp_pcb *listener;
+static struct srv_conn *conns[MAX_CONNS];
+static unsigned conns_open, conns_seen, expected, started;
+
+static void forget(struct srv_conn *c)
+{
+	for (unsigned i = 0; i < MAX_CONNS; i++)
+		if (conns[i] == c)
+			conns[i] = NULL;
+	free(c);
+	conns_open--;
+}
+
+/* c is gone afterwards: ERR_CLSD if closed, ERR_ABRT if the pcb had to be
+ * aborted (an lwIP callback must then return ERR_ABRT). */
+static err_t conn_close(struct srv_conn *c, bool abort)
+{
+	struct tcp_pcb *pcb = c->s.pcb;
+	tcp_arg(pcb, NULL);
+	tcp_recv(pcb, NULL);
+	tcp_sent(pcb, NULL);
+	tcp_err(pcb, NULL);
+	forget(c);
+	if (!abort && tcp_close(pcb) == ERR_OK)
+		return ERR_CLSD;
+	tcp_abort(pcb);
+	return ERR_ABRT;
+}
+
+/* Settings_ClientTestHdrLen(): 0 for a client that sends no header. */
+static uint32_t header_len(uint32_t flags)
+{
+	if (!(flags & (IPERF_HEADER_VERSION1 | IPERF_HEADER_VERSION2 | IPERF_HEADER_EXTEND)))
+		return 0;
+	if (flags & IPERF_HEADER_LEN_BIT)
+		return (flags & IPERF_HEADER_LEN_MASK) >> 1;
+	uint32_t len = 0;
+	if (flags & (IPERF_HEADER_VERSION1 | IPERF_HEADER_EXTEND))
+		len += 24;
+	if (flags & (IPERF_HEADER_VERSION2 | IPERF_HEADER_EXTEND))
+		len += 36;
+	return len;
+}
+
+static void send_ack(struct tcp_pcb *pcb)
+{
+	uint8_t a[IPERF_ACK_LEN] = {0};
+	stream_put_be32(a + 0, IPERF_CLIENTHDRACK);
+	stream_put_be32(a + 4, IPERF_ACK_LEN);
+	stream_put_be32(a + 12, IPERF_VERSION_U);
+	stream_put_be32(a + 16, IPERF_VERSION_L);
+	if (tcp_write(pcb, a, IPERF_ACK_LEN, TCP_WRITE_FLAG_COPY) == ERR_OK)
+		tcp_output(pcb);
+}
+
+/* The whole header is in c->hdr: do what the client asked. Not ERR_OK: c
+ * is gone (conn_close). */
+static err_t apply_header(struct srv_conn *c, uint32_t len)
+{
+	struct sconn *s = &c->s;
+	uint32_t flags = stream_be32(c->hdr);
+	uint32_t threads = stream_be32(c->hdr + 4), buflen = stream_be32(c->hdr + 12);
+	int32_t amount = (int32_t)stream_be32(c->hdr + 20);
+	uint16_t upper = 0;
+	if ((flags & (IPERF_HEADER_EXTEND | IPERF_HEADER_VERSION2)) && len >= 36)
+		upper = (uint16_t)(c->hdr[32] << 8 | c->hdr[33]);
+	bool v2 = flags & IPERF_HEADER_VERSION2;
+
+	if ((flags & IPERF_HEADER_VERSION1) && !v2) {
+		printf(
+		    "stream: closing a connection: legacy dual test (iperf -d/-r) not supported\n");
+		return conn_close(c, false);
+	}
+	if (v2 && (upper & IPERF_UPPER_FULLDUPLEX)) {
+		printf("stream: closing a connection: --full-duplex not supported\n");
+		return conn_close(c, false);
+	}
+	if (threads > expected)
+		expected = threads < MAX_CONNS ? threads : MAX_CONNS;
+	s->rec_len = buflen ? buflen : STREAM_IPERF_BUF;
+	stream_st.peer_msg = s->rec_len;
+	s->up = true;
+	started++;
+	if ((flags & IPERF_HEADER_EXTEND && !v2) || flags & IPERF_HEADER_PEERDETECT)
+		send_ack(s->pcb);
+	if (v2 && (upper & IPERF_UPPER_REVERSE)) {
+		s->sending = true;
+		s->send_left = amount < 0 ? UINT64_MAX : (uint64_t)amount;
+		s->send_until_ns =
+		    amount < 0 ? clock_ns() + (uint64_t) - (int64_t)amount * 10000000ull : 0;
+		stream_st.last_data_ns = clock_ns();
+		stream_send(s);
+	}
+	return ERR_OK;
+}
+
+/* Header first (its length is in its first word), data after. Not ERR_OK:
+ * c is gone (conn_close). */
+static err_t feed(struct srv_conn *c, const uint8_t *d, uint32_t n)
+{
+	while (n) {
+		if (c->s.up) {
+			stream_received(&c->s, d, n);
+			return ERR_OK;
+		}
+		uint32_t take = c->hdr_need - c->hdr_have;
+		if (take > n)
+			take = n;
+		memcpy(c->hdr + c->hdr_have, d, take);
+		c->hdr_have += take;
+		d += take;
+		n -= take;
+		if (c->hdr_have < c->hdr_need)
+			return ERR_OK;
+		uint32_t len = header_len(stream_be32(c->hdr));
+		if (!c->hdr_sized) {
+			c->hdr_sized = true;
+			if (!len) { /* no header: those were data bytes */
+				c->s.up = true;
+				started++;
+				c->s.rec_len = STREAM_IPERF_BUF;
+				stream_received(&c->s, c->hdr, c->hdr_have);
+				continue;
+			}
+			if (len < 24 || len > 256) {
+				printf("stream: closing a connection: bad iperf header length %u\n",
+				       len);
+				return conn_close(c, true);
+			}
+			c->hdr_need = len;
+			continue;
+		}
+		if ((stream_be32(c->hdr) & IPERF_HEADER_KEYCHECK) && !c->key_sized) {
+			/* a permit key follows, its length in the header's last 2 bytes */
+			c->key_sized = true;
+			c->hdr_need = len + (c->hdr[len - 2] << 8 | c->hdr[len - 1]);
+			if (c->hdr_need > STREAM_HDR_MAX)
+				return conn_close(c, true);
+			continue;
+		}
+		err_t e = apply_header(c, len);
+		if (e != ERR_OK)
+			return e;
+	}
+	return ERR_OK;
+}
+
+static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+	struct srv_conn *c = arg;
+	if (!p || err != ERR_OK) {
+		if (p)
+			pbuf_free(p);
+		return conn_close(c, false) == ERR_ABRT ? ERR_ABRT : ERR_OK;
+	}
+	u16_t total = p->tot_len;
+	for (struct pbuf *q = p; q; q = q->next) {
+		err_t e = feed(c, q->payload, q->len);
+		if (e != ERR_OK) {
+			pbuf_free(p);
+			return e == ERR_ABRT ? ERR_ABRT : ERR_OK;
+		}
+	}
+	tcp_recved(pcb, total);
+	pbuf_free(p);
+	return ERR_OK;
+}
+
+static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+{
+	struct srv_conn *c = arg;
+	(void)pcb;
+	stream_acked(&c->s, len);
+	stream_send(&c->s);
+	return ERR_OK;
+}
+
+static void on_err(void *arg, err_t err)
+{
+	(void)err;
+	if (arg)
+		forget(arg); /* lwIP has freed the pcb */
+}
+
+static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+	(void)arg;
+	if (err != ERR_OK || !pcb)
+		return ERR_VAL;
+	struct srv_conn *c = calloc(1, sizeof(*c));
+	unsigned slot = 0;
+	while (slot < MAX_CONNS && conns[slot])
+		slot++;
+	if (!c || slot == MAX_CONNS) {
+		free(c);
+		tcp_abort(pcb);
+		return ERR_ABRT;
+	}
+	conns[slot] = c;
+	c->s.pcb = pcb;
+	c->hdr_need = 4;
+	conns_open++;
+	stream_st.peers = ++conns_seen;
+	tcp_arg(pcb, c);
+	tcp_recv(pcb, on_recv);
+	tcp_sent(pcb, on_sent);
+	tcp_err(pcb, on_err);
+	return ERR_OK;
+}
+
+static bool got_client(void *unused)
+{
+	(void)unused;
+	return started || ctl_stop_requested();
+}
+
+static bool clients_gone(void *unused)
+{
+	(void)unused;
+	if (ctl_stop_requested())
+		return true;
+	if (clock_ns() - stream_st.last_data_ns > stream_cfg.idle_s * 1000000000ull)
+		return true;
+	return conns_seen >= expected && !conns_open;
+}
+
+/* Senders whose time ran out while the window was closed stop here. */
+static void tick(void *unused)
+{
+	(void)unused;
+	for (unsigned i = 0; i < MAX_CONNS; i++)
+		if (conns[i] && conns[i]->s.sending)
+			stream_send(&conns[i]->s);
+}
+
+void stream_server_run(void)
+{
+	const struct stream_config *c = &stream_cfg;
+	struct tcp_pcb *l = tcp_new();
+	if (!l || tcp_bind(l, IP_ANY_TYPE, c->port) != ERR_OK || !(listener = tcp_listen(l)))
+		kernel_error("stream", "cannot listen on TCP port %u", c->port);
+	tcp_accept(listener, on_accept);
+	ctl_start();
+	expected = c->instances;
+	printf("stream server listening tcp port=%u msg=%u check=%d ctl=udp:%d wait=%lu\n", c->port,
+	       c->msg, c->check, CTL_PORT, c->timeout_s);
+
+	if (net_run(got_client, NULL, c->timeout_s * 1000000000ull, tick) < 0)
+		kernel_error("stream", "no iperf client on TCP port %u within %lu s", c->port,
+		             c->timeout_s);
+	if (!started)
+		kernel_error("stream", "stopped from the control port before any client");
+	stream_st.last_data_ns = clock_ns();
+	if (c->warmup && net_run(clients_gone, NULL, c->warmup * 1000000000ull, tick) == 0)
+		kernel_error("stream",
+		             "the client finished within the %lu s warm-up: nothing measured",
+		             c->warmup);
+	stream_measure_begin();
+	net_run(clients_gone, NULL, c->seconds * 1000000000ull, tick);
+	stream_measure_end(stream_st.last_data_ns);
+	tcp_close(listener);
+	net_run(NULL, NULL, 200000000ull, NULL);
+}

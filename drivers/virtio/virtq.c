@@ -1,0 +1,265 @@
+/*
+ * virtq.c: split virtqueue, driver side (virtio 1.2 section 2.7).
+ *
+ * Barriers, named by what they order. The device side runs concurrently
+ * (another host thread), so each pairs with a barrier in the device:
+ *   A  publish:      descriptors + avail ring entry, then avail->idx
+ *   B  kick_prepare: avail->idx store, then avail_event / used->flags load
+ *   C  get_used:     used->idx load, then used ring entry loads
+ * x86-64 write-back memory keeps store/store and load/load order, so A and C
+ * only stop the compiler (arch_wmb/arch_rmb); B is the one store-then-load
+ * and needs arch_mb(), as in Linux virtqueue_kick_prepare_split().
+ */
+#include <stdio.h>
+#include "kernel/arch.h"
+#include "drivers/virtio/virtq.h"
+
+/* One untorn access to shared ring memory that the compiler may not merge,
+ * repeat or drop (Linux READ_ONCE/WRITE_ONCE). Ordering comes only from the
+ * barriers above. */
+static inline uint16_t virtq_load16(const uint16_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+static inline uint32_t virtq_load32(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+static inline void virtq_store16(uint16_t *p, uint16_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+
+int virtq_init(struct virtq *vq, uint16_t qidx, uint16_t size, bool event_idx, virtq_alloc_fn alloc,
+               virtq_notify_fn notify, void *notify_ctx)
+{
+	uint16_t i;
+
+	if (size == 0 || size > VIRTQ_MAX_SIZE || (size & (size - 1)))
+		return -VIRTQ_EINVAL;
+	*vq = (struct virtq){0};
+	vq->size = size;
+	vq->mask = size - 1;
+	vq->qidx = qidx;
+	vq->event_idx = event_idx;
+	vq->notify = notify;
+	vq->notify_ctx = notify_ctx;
+
+	/* 2.7: alignment 16 / 2 / 4. Each part gets its own pages so the
+	 * device-written used ring never shares a cache line with what we write. */
+	vq->desc = alloc(sizeof(struct virtq_desc) * size, 4096);
+	vq->avail = alloc(sizeof(struct virtq_avail) + sizeof(uint16_t) * (size + 1u), 4096);
+	vq->used = alloc(sizeof(struct virtq_used) + sizeof(struct virtq_used_elem) * size +
+	                     sizeof(uint16_t),
+	                 4096);
+	if (!vq->desc || !vq->avail || !vq->used)
+		return -VIRTQ_EINVAL;
+	vq->used_event = &vq->avail->ring[size];
+	vq->avail_event = (uint16_t *)&vq->used->ring[size];
+
+	/* We poll and never take interrupts (2.7.7.1). Without EVENT_IDX, say so
+	 * with the flag. With it the flags must be 0 and used_event stays 0: the
+	 * device may raise an interrupt once per 2^16 completions, which nobody
+	 * has enabled anyway. */
+	if (!event_idx)
+		virtq_store16(&vq->avail->flags, VIRTQ_AVAIL_F_NO_INTERRUPT);
+
+	for (i = 0; i < size; i++)
+		vq->next[i] = (uint16_t)(i + 1);
+	vq->free_head = 0;
+	vq->num_free = size;
+	return 0;
+}
+
+/*
+ * Put one chain on the avail ring (not yet visible: see virtq_publish()).
+ * Returns the head descriptor id, -VIRTQ_ENOSPC when the ring lacks n free
+ * descriptors (nothing changed), -VIRTQ_EINVAL for a malformed request.
+ */
+int virtq_add(struct virtq *vq, const struct virtq_buf *bufs, unsigned n, void *token)
+{
+	uint16_t head, id, last = 0;
+	uint32_t wlen = 0;
+	unsigned i;
+
+	if (vq->broken)
+		return -VIRTQ_EDEVICE;
+	if (n == 0 || n > vq->size)
+		return -VIRTQ_EINVAL;
+	for (i = 0; i < n; i++) {
+		if (bufs[i].len == 0)
+			return -VIRTQ_EINVAL;
+		/* 2.7.4.2: device-writable elements after all device-readable ones. */
+		if (i > 0 && bufs[i - 1].writable && !bufs[i].writable)
+			return -VIRTQ_EINVAL;
+	}
+	if (n > vq->num_free)
+		return -VIRTQ_ENOSPC;
+
+	head = id = vq->free_head;
+	for (i = 0; i < n; i++) {
+		struct virtq_desc *d = &vq->desc[id];
+		bool more = i + 1 < n;
+
+		d->addr = bufs[i].addr;
+		d->len = bufs[i].len;
+		d->flags = (uint16_t)((bufs[i].writable ? VIRTQ_DESC_F_WRITE : 0) |
+		                      (more ? VIRTQ_DESC_F_NEXT : 0));
+		d->next = more ? vq->next[id] : 0;
+		if (bufs[i].writable)
+			wlen += bufs[i].len;
+		last = id;
+		id = vq->next[id];
+	}
+	vq->free_head = id;
+	vq->num_free = (uint16_t)(vq->num_free - n);
+	vq->chains++;
+	vq->chain_len[head] = (uint16_t)n;
+	vq->chain_tail[head] = last;
+	vq->write_len[head] = wlen;
+	vq->token[head] = token;
+
+	vq->avail->ring[vq->avail_idx & vq->mask] = head;
+	vq->avail_idx++;
+	return head;
+}
+
+/* Make everything added so far visible to the device (2.7.13.3). */
+void virtq_publish(struct virtq *vq)
+{
+	if (vq->avail_idx == vq->avail_pub)
+		return;
+	/* Barrier A (pairs with the device's read barrier after it loads
+	 * avail->idx): descriptors and avail ring entries must be visible
+	 * before the index that exposes them. */
+	arch_wmb();
+	virtq_store16(&vq->avail->idx, vq->avail_idx);
+	vq->unkicked += (uint16_t)(vq->avail_idx - vq->avail_pub);
+	vq->avail_pub = vq->avail_idx;
+}
+
+/* 2.7.10: the device wants a notification when its event index lies in
+ * [old, new) of the entries just published; computed modulo 2^16. */
+bool virtq_need_event(uint16_t event, uint16_t new_idx, uint16_t old_idx)
+{
+	return (uint16_t)(new_idx - event - 1) < (uint16_t)(new_idx - old_idx);
+}
+
+/*
+ * Decide whether what was published since the previous decision needs a
+ * notification (2.7.13.4 / 2.7.10). Deciding and notifying are separate so a
+ * batching policy can decide once for many frames and count both.
+ */
+bool virtq_kick_prepare(struct virtq *vq)
+{
+	uint16_t old_idx = vq->kick_old, new_idx = vq->avail_pub;
+	bool need;
+
+	if (vq->unkicked == 0)
+		return false;
+	/* Barrier B (pairs with the device's full barrier between re-enabling
+	 * notifications - writing avail_event or clearing NO_NOTIFY - and
+	 * re-reading avail->idx): our avail->idx store must be globally visible
+	 * before we read its answer, or both sides see stale values, the
+	 * device goes idle and we skip the kick it needed. */
+	arch_mb();
+	if (vq->unkicked >= 0x10000u)
+		need = true; /* window wider than the index space: always ask */
+	else if (vq->event_idx)
+		need = virtq_need_event(virtq_load16(vq->avail_event), new_idx, old_idx);
+	else
+		need = !(virtq_load16(&vq->used->flags) & VIRTQ_USED_F_NO_NOTIFY);
+	vq->kick_old = new_idx;
+	vq->unkicked = 0;
+	if (!need)
+		vq->stats.kicks_suppressed++;
+	return need;
+}
+
+void virtq_notify(struct virtq *vq)
+{
+	vq->stats.kicks++;
+	vq->notify(vq->notify_ctx, vq->qidx, vq->avail_pub);
+}
+
+const char *virtq_fault_name(enum virtq_fault f)
+{
+	static const char *const names[VIRTQ_FAULT_KINDS] = {
+	    [VIRTQ_FAULT_ID_RANGE] = "used_id_out_of_range",
+	    [VIRTQ_FAULT_NOT_IN_FLIGHT] = "used_id_not_in_flight",
+	    [VIRTQ_FAULT_LEN] = "used_len_beyond_buffer",
+	    [VIRTQ_FAULT_IDX_JUMP] = "used_idx_jump",
+	};
+	return (unsigned)f < VIRTQ_FAULT_KINDS ? names[f] : "unknown";
+}
+
+uint64_t virtq_faults(const struct virtq *vq)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < VIRTQ_FAULT_KINDS; i++)
+		n += vq->stats.faults[i];
+	return n;
+}
+
+/* A device fault: count it, say it in one line, stop touching the ring. */
+static int virtq_fault(struct virtq *vq, enum virtq_fault f, uint16_t used_idx, uint32_t id,
+                       uint32_t len)
+{
+	vq->stats.faults[f]++;
+	vq->broken = true;
+	vq->fault = f;
+	printf("DEVICE_FAULT {\"queue\":%u,\"fault\":\"%s\",\"used_idx\":%u,\"last_used\":%u,"
+	       "\"in_flight\":%u,\"id\":%lu,\"len\":%lu,\"posted_writable\":%lu}\n",
+	       vq->qidx, virtq_fault_name(f), used_idx, vq->last_used, vq->chains,
+	       (unsigned long)id, (unsigned long)len,
+	       (unsigned long)(id < vq->size ? vq->write_len[id] : 0));
+	return -VIRTQ_EDEVICE;
+}
+
+/*
+ * Take one completed chain back (2.7.8, 2.7.14). Returns 1 with its token and
+ * the bytes the device wrote, 0 if nothing completed, -VIRTQ_EDEVICE when the
+ * device broke a rule (then and forever after: the entry is not consumed,
+ * nothing is freed twice, no index outside the ring is used).
+ */
+int virtq_get_used(struct virtq *vq, void **token, uint32_t *len)
+{
+	uint16_t used_idx, pending, id16;
+	uint32_t id, l;
+	const struct virtq_used_elem *e;
+
+	if (vq->broken)
+		return -VIRTQ_EDEVICE;
+	used_idx = virtq_load16(&vq->used->idx);
+	pending = (uint16_t)(used_idx - vq->last_used);
+	if (pending == 0)
+		return 0;
+	/* The device cannot complete more chains than we have in flight; a
+	 * larger step (or a step backwards, which looks huge) is corruption. */
+	if (pending > vq->chains)
+		return virtq_fault(vq, VIRTQ_FAULT_IDX_JUMP, used_idx, 0, 0);
+	/* Barrier C (pairs with the device's write barrier between filling
+	 * used ring entries and storing used->idx): read the entry only after
+	 * the index that covers it. */
+	arch_rmb();
+	e = &vq->used->ring[vq->last_used & vq->mask];
+	id = virtq_load32(&e->id);
+	l = virtq_load32(&e->len);
+	if (id >= vq->size)
+		return virtq_fault(vq, VIRTQ_FAULT_ID_RANGE, used_idx, id, l);
+	id16 = (uint16_t)id;
+	if (vq->chain_len[id16] == 0)
+		return virtq_fault(vq, VIRTQ_FAULT_NOT_IN_FLIGHT, used_idx, id, l);
+	if (l > vq->write_len[id16])
+		return virtq_fault(vq, VIRTQ_FAULT_LEN, used_idx, id, l);
+
+	vq->last_used++;
+	vq->next[vq->chain_tail[id16]] = vq->free_head;
+	vq->free_head = id16;
+	vq->num_free = (uint16_t)(vq->num_free + vq->chain_len[id16]);
+	vq->chain_len[id16] = 0;
+	vq->chains--;
+	*token = vq->token[id16];
+	*len = l;
+	return 1;
+}

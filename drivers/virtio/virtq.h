@@ -1,0 +1,114 @@
+/*
+ * virtq.h: one split virtqueue, driver side (virtio 1.2 section 2.7).
+ * Policy-free: the caller decides when to publish, when to ask whether a
+ * kick is needed and when to reclaim. Builds for the guest and for the host
+ * unit tests; its only links to the outside are the two function pointers
+ * given to virtq_init() (memory, notify). The device is not trusted: every
+ * used entry is checked before it is believed.
+ */
+#ifndef VNETLAB_VIRTQ_H
+#define VNETLAB_VIRTQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "drivers/virtio/virtio.h"
+#include "drivers/virtio/vnet_policy.h" /* VIRTQ_MAX_SIZE */
+
+enum {
+	VIRTQ_ENOSPC = 1,  /* not enough free descriptors: back-pressure */
+	VIRTQ_EINVAL = 2,  /* malformed request from the caller */
+	VIRTQ_EDEVICE = 3, /* the device broke the ring rules; the queue is dead */
+};
+
+enum virtq_fault {
+	VIRTQ_FAULT_ID_RANGE,      /* used id >= queue size */
+	VIRTQ_FAULT_NOT_IN_FLIGHT, /* used id is not the head of a chain we posted */
+	VIRTQ_FAULT_LEN,           /* used len > device-writable bytes posted */
+	VIRTQ_FAULT_IDX_JUMP,      /* used idx advanced past what is in flight */
+	VIRTQ_FAULT_KINDS
+};
+
+struct virtq_buf {
+	uint64_t addr; /* guest physical == virtual (identity map; host tests: pointers) */
+	uint32_t len;
+	bool writable; /* device writes it; all writable buffers come last (2.7.4.2) */
+};
+
+struct virtq_stats {
+	uint64_t kicks;            /* virtq_notify() calls */
+	uint64_t kicks_suppressed; /* virtq_kick_prepare() said no */
+	uint64_t faults[VIRTQ_FAULT_KINDS];
+};
+
+/* Notify the device that queue qidx has new buffers up to avail_idx (the
+ * transport's doorbell; avail_idx is for VIRTIO_F_NOTIFICATION_DATA). */
+typedef void (*virtq_notify_fn)(void *ctx, uint16_t qidx, uint16_t avail_idx);
+/* Zeroed memory, physical address == pointer. pmm_alloc() in the guest. */
+typedef void *(*virtq_alloc_fn)(size_t size, size_t align);
+
+struct virtq {
+	/* Shared with the device (2.7: three separately allocated parts). */
+	struct virtq_desc *desc;
+	struct virtq_avail *avail;
+	struct virtq_used *used;
+	uint16_t *used_event;  /* driver-written, after avail->ring[size] */
+	uint16_t *avail_event; /* device-written, after used->ring[size] */
+
+	uint16_t size, mask, qidx;
+	bool event_idx;         /* VIRTIO_F_EVENT_IDX negotiated */
+	bool broken;            /* a device fault was seen: no further ring access */
+	enum virtq_fault fault; /* which one, once broken */
+
+	/* Private shadows: nothing we published is ever read back. */
+	uint16_t avail_idx; /* next avail ring slot we fill */
+	uint16_t avail_pub; /* value last stored to avail->idx */
+	uint16_t kick_old;  /* avail_pub at the last kick decision ("old") */
+	uint32_t unkicked;  /* entries published since that decision */
+	uint16_t last_used; /* next used ring entry to read */
+	uint16_t free_head, num_free, chains;
+
+	/* Per descriptor, valid while it heads a chain in flight. */
+	uint16_t next[VIRTQ_MAX_SIZE];       /* free list / chain links (desc.next is write-only) */
+	uint16_t chain_len[VIRTQ_MAX_SIZE];  /* 0 = not a head in flight */
+	uint16_t chain_tail[VIRTQ_MAX_SIZE]; /* last descriptor of the chain */
+	uint32_t write_len[VIRTQ_MAX_SIZE];  /* device-writable bytes posted */
+	void *token[VIRTQ_MAX_SIZE];
+
+	virtq_notify_fn notify;
+	void *notify_ctx;
+	struct virtq_stats stats;
+};
+
+/* virtq.c */
+int virtq_init(struct virtq *vq, uint16_t qidx, uint16_t size, bool event_idx, virtq_alloc_fn alloc,
+               virtq_notify_fn notify, void *notify_ctx);
+int virtq_add(struct virtq *vq, const struct virtq_buf *bufs, unsigned n, void *token);
+void virtq_publish(struct virtq *vq);
+bool virtq_kick_prepare(struct virtq *vq);
+void virtq_notify(struct virtq *vq);
+int virtq_get_used(struct virtq *vq, void **token, uint32_t *len);
+bool virtq_need_event(uint16_t event, uint16_t new_idx, uint16_t old_idx);
+const char *virtq_fault_name(enum virtq_fault f);
+uint64_t virtq_faults(const struct virtq *vq);
+
+static inline uint16_t virtq_num_free(const struct virtq *vq)
+{
+	return vq->num_free;
+}
+static inline uint16_t virtq_chains_in_flight(const struct virtq *vq)
+{
+	return vq->chains;
+}
+/* Added with virtq_add() but not yet made visible with virtq_publish(). */
+static inline bool virtq_unpublished(const struct virtq *vq)
+{
+	return vq->avail_idx != vq->avail_pub;
+}
+/* Published but not yet through virtq_kick_prepare(): a kick may be owed. */
+static inline bool virtq_kick_pending(const struct virtq *vq)
+{
+	return vq->unkicked != 0;
+}
+
+#endif

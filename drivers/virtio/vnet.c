@@ -1,0 +1,353 @@
+/*
+ * vnet.c: virtio-net device bring-up (virtio 1.2 3.1.1 and 5.1.5), the
+ * main-loop hooks and the counters. Registers are the transport's business
+ * (virtio_pci.c); rings are virtq.c's; TX and RX live in vnet_tx.c and
+ * vnet_rx.c.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "kernel/kernel.h"
+#include "drivers/virtio/vnet_priv.h"
+
+/* Read the device status every this many poll passes (an MMIO read: a VM
+ * exit under KVM), and whenever a caller asks through vnet_check(). */
+#define VNET_STATUS_CHECK_PASSES 4096u
+
+static struct vnet vnet_dev;
+
+/* First failure wins; the run must end with an error result. */
+void vnet_fail(struct vnet *vn, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (vn->failed)
+		return;
+	vn->failed = true;
+	va_start(ap, fmt);
+	vsnprintf(vn->error, sizeof(vn->error), fmt, ap);
+	va_end(ap);
+}
+
+/* The features this build asks for; the rest of the offer is declined. */
+static uint64_t vnet_wanted_features(void)
+{
+	uint64_t f = VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_NET_F_MAC) |
+	             VIRTIO_BIT(VIRTIO_NET_F_STATUS) | VIRTIO_BIT(VIRTIO_NET_F_MTU);
+
+	if (VNET_EVENT_IDX)
+		f |= VIRTIO_BIT(VIRTIO_F_EVENT_IDX);
+	if (VNET_MRG_RXBUF)
+		f |= VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF);
+	if (VNET_CSUM)
+		f |= VIRTIO_BIT(VIRTIO_NET_F_CSUM) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM);
+	if (VNET_NOTIFICATION_DATA)
+		f |= VIRTIO_BIT(VIRTIO_F_NOTIFICATION_DATA);
+	return f;
+}
+
+static void vnet_feature_names(uint64_t f, char *buf, size_t len)
+{
+	static const struct {
+		int bit;
+		const char *name;
+	} names[] = {
+	    {VIRTIO_F_VERSION_1, "VERSION_1"},
+	    {VIRTIO_NET_F_MAC, "MAC"},
+	    {VIRTIO_NET_F_STATUS, "STATUS"},
+	    {VIRTIO_NET_F_MTU, "MTU"},
+	    {VIRTIO_F_EVENT_IDX, "EVENT_IDX"},
+	    {VIRTIO_NET_F_MRG_RXBUF, "MRG_RXBUF"},
+	    {VIRTIO_NET_F_CSUM, "CSUM"},
+	    {VIRTIO_NET_F_GUEST_CSUM, "GUEST_CSUM"},
+	    {VIRTIO_F_NOTIFICATION_DATA, "NOTIFICATION_DATA"},
+	};
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(names) && used < len; i++)
+		if (f & VIRTIO_BIT(names[i].bit))
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "",
+			                         names[i].name);
+}
+
+const char *vnet_variant(void)
+{
+	static const char *const reclaim[] = {"?", "before", "after", "v1", "v2", "lazy", "poll"};
+	static const char *const kick[] = {"?", "every", "burst", "deferred", "timer"};
+	static char buf[160];
+	char rparam[16] = "", kparam[24] = "";
+
+	if (VNET_IS_RECLAIM_V1 || VNET_IS_RECLAIM_V2)
+		snprintf(rparam, sizeof(rparam), ":%d", VNET_RECLAIM_K);
+	if (VNET_IS_RECLAIM_LAZY)
+		snprintf(rparam, sizeof(rparam), ":%d", VNET_LAZY_THRESH);
+	if (VNET_IS_KICK_BURST)
+		snprintf(kparam, sizeof(kparam), ":%d", VNET_KICK_BURST_MAX);
+	if (VNET_IS_KICK_TIMER)
+		snprintf(kparam, sizeof(kparam), ":%dus-LATENCY-PENALTY", VNET_KICK_TIMER_US);
+	snprintf(buf, sizeof(buf),
+	         "reclaim=%s%s,kick=%s%s,event_idx=%d,avail=%s,txhdr=%s,zerocopy=%d%s%s%s",
+	         reclaim[VNET_TX_RECLAIM], rparam, kick[VNET_TX_KICK], kparam, VNET_EVENT_IDX,
+	         VNET_AVAIL_BATCHED ? "batched" : "eager", VNET_TXHDR_INLINE ? "inline" : "chain",
+	         VNET_ZEROCOPY, VNET_MRG_RXBUF ? ",mrg_rxbuf=1" : "", VNET_CSUM ? ",csum=1" : "",
+	         VNET_NOTIFICATION_DATA ? ",notification_data=1" : "");
+	return buf;
+}
+
+/* 3.1.1 step 4: pick features and read the configuration we need. */
+static int vnet_negotiate(struct vnet *vn, char *err, size_t errlen)
+{
+	uint64_t offered = virtio_pci_device_features(&vn->vp);
+	uint64_t f = offered & vnet_wanted_features();
+
+	vn->offered = offered;
+	uint16_t v16;
+
+	if (!(offered & VIRTIO_BIT(VIRTIO_F_VERSION_1))) {
+		snprintf(err, errlen,
+		         "device offers no VERSION_1 (features 0x%llx): legacy-only, refused",
+		         (unsigned long long)offered);
+		return -1;
+	}
+	if (VNET_EVENT_IDX && !(f & VIRTIO_BIT(VIRTIO_F_EVENT_IDX))) {
+		snprintf(err, errlen,
+		         "this build (event_idx=1) needs EVENT_IDX; device offers 0x%llx",
+		         (unsigned long long)offered);
+		return -1;
+	}
+	if (f & VIRTIO_BIT(VIRTIO_NET_F_MAC)) {
+		if (virtio_pci_cfg_read(&vn->vp, VIRTIO_NET_CFG_MAC, vn->mac, 6)) {
+			snprintf(err, errlen, "cannot read the MAC from device config");
+			return -1;
+		}
+	} else {
+		/* 5.1.5: without VIRTIO_NET_F_MAC the driver picks one. */
+		static const uint8_t local_mac[6] = {0x02, 0x00, 0x00, 0x76, 0x6e, 0x01};
+		memcpy(vn->mac, local_mac, 6);
+	}
+	vn->mtu = 1500;
+	if (f & VIRTIO_BIT(VIRTIO_NET_F_MTU)) {
+		if (virtio_pci_cfg_read(&vn->vp, VIRTIO_NET_CFG_MTU, &v16, 2) || v16 < 68) {
+			snprintf(err, errlen, "device MTU unreadable or below 68");
+			return -1;
+		}
+		vn->mtu = v16 < 1500 ? v16 : 1500; /* our buffers hold 1500-byte frames */
+	}
+	/* 5.1.6.2: never send more than the MTU (plus Ethernet and VLAN headers). */
+	vn->max_frame = vn->mtu + 18u;
+	vn->features = f;
+	virtio_pci_set_features(&vn->vp, f);
+	return 0;
+}
+
+static int vnet_step_fail(struct vnet *vn, char *err, size_t errlen, const char *step,
+                          const char *why)
+{
+	snprintf(err, errlen, "virtio-net init %s: %s", step, why);
+	/* 3.1.1: "If any of these steps go irrecoverably wrong, the driver
+	 * SHOULD set the FAILED status bit". */
+	if (vn->vp.common)
+		virtio_pci_add_status(&vn->vp, VIRTIO_STATUS_FAILED);
+	return -1;
+}
+
+/* 3.1.1 Driver Requirements: Device Initialization, step by step. */
+static int vnet_init(struct vnet *vn, char *err, size_t errlen)
+{
+	char why[160];
+
+	/* "1. Reset the device." */
+	if (virtio_pci_reset(&vn->vp))
+		return vnet_step_fail(vn, err, errlen, "step 1 (reset)",
+		                      "device_status did not read back 0 within 1 s");
+	/* "2. Set the ACKNOWLEDGE status bit: the guest OS has noticed the device." */
+	virtio_pci_add_status(&vn->vp, VIRTIO_STATUS_ACKNOWLEDGE);
+	/* "3. Set the DRIVER status bit: the guest OS knows how to drive the device." */
+	virtio_pci_add_status(&vn->vp, VIRTIO_STATUS_DRIVER);
+	/* "4. Read device feature bits, and write the subset of feature bits
+	 * understood by the OS and driver to the device. During this step the
+	 * driver MAY read (but MUST NOT write) the device-specific
+	 * configuration fields to check that it can support the device before
+	 * accepting it." */
+	if (vnet_negotiate(vn, why, sizeof(why)))
+		return vnet_step_fail(vn, err, errlen, "step 4 (features)", why);
+	/* "5. Set the FEATURES_OK status bit. The driver MUST NOT accept new
+	 * feature bits after this step." */
+	virtio_pci_add_status(&vn->vp, VIRTIO_STATUS_FEATURES_OK);
+	/* "6. Re-read device status to ensure the FEATURES_OK bit is still set:
+	 * otherwise, the device does not support our subset of features and
+	 * the device is unusable." */
+	if (!(virtio_pci_status(&vn->vp) & VIRTIO_STATUS_FEATURES_OK)) {
+		snprintf(why, sizeof(why), "device cleared FEATURES_OK: it refuses features 0x%llx",
+		         (unsigned long long)vn->features);
+		return vnet_step_fail(vn, err, errlen, "step 6 (FEATURES_OK)", why);
+	}
+	/* "7. Perform device-specific setup, including discovery of virtqueues
+	 * for the device, optional per-bus setup, reading and possibly writing
+	 * the device's virtio configuration space, and population of
+	 * virtqueues." */
+	if (virtio_pci_num_queues(&vn->vp) < 2) {
+		snprintf(why, sizeof(why), "device has %u queues, need receiveq1 + transmitq1",
+		         virtio_pci_num_queues(&vn->vp));
+		return vnet_step_fail(vn, err, errlen, "step 7 (queues)", why);
+	}
+	if (virtio_pci_queue_setup(&vn->vp, &vn->rxq, VNET_RXQ,
+	                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why,
+	                           sizeof(why)) ||
+	    virtio_pci_queue_setup(&vn->vp, &vn->txq, VNET_TXQ,
+	                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why, sizeof(why)))
+		return vnet_step_fail(vn, err, errlen, "step 7 (queues)", why);
+	vn->link_up = true;
+	if (vn->features & VIRTIO_BIT(VIRTIO_NET_F_STATUS)) {
+		uint16_t st = 0;
+
+		if (virtio_pci_cfg_read(&vn->vp, VIRTIO_NET_CFG_STATUS, &st, 2))
+			return vnet_step_fail(vn, err, errlen, "step 7 (config)",
+			                      "cannot read the link status");
+		vn->link_up = st & VIRTIO_NET_S_LINK_UP;
+	}
+	vnet_tx_setup(vn);
+	vnet_rx_setup(vn);
+	/* "8. Set the DRIVER_OK status bit. At this point the device is
+	 * 'live'." Only now may the device be notified (3.1.1, 2.7.13.4). */
+	virtio_pci_add_status(&vn->vp, VIRTIO_STATUS_DRIVER_OK);
+	if (vnet_check(vn))
+		return vnet_step_fail(vn, err, errlen, "step 8 (DRIVER_OK)", vn->error);
+	if (virtq_kick_prepare(&vn->rxq))
+		virtq_notify(&vn->rxq);
+	return 0;
+}
+
+struct vnet *vnet_open(char *err, size_t errlen)
+{
+	struct vnet *vn = &vnet_dev;
+	char feats[160];
+
+	memset(vn, 0, sizeof(*vn));
+	if (virtio_pci_probe(&vn->vp, VIRTIO_ID_NET, err, errlen))
+		return NULL;
+	if (vnet_init(vn, err, errlen))
+		return NULL;
+	vnet_feature_names(vn->features, feats, sizeof(feats));
+	printf("virtio-net: features=0x%llx (%s) offered=0x%llx\n",
+	       (unsigned long long)vn->features, feats, (unsigned long long)vn->offered);
+	printf("virtio-net: mac=%02x:%02x:%02x:%02x:%02x:%02x mtu=%u link=%s rxq=%u txq=%u "
+	       "variant=%s\n",
+	       vn->mac[0], vn->mac[1], vn->mac[2], vn->mac[3], vn->mac[4], vn->mac[5], vn->mtu,
+	       vn->link_up ? "up" : "down", vn->rxq.size, vn->txq.size, vnet_variant());
+	return vn;
+}
+
+const uint8_t *vnet_mac(const struct vnet *vn)
+{
+	return vn->mac;
+}
+
+uint16_t vnet_mtu(const struct vnet *vn)
+{
+	return vn->mtu;
+}
+
+bool vnet_link_up(const struct vnet *vn)
+{
+	return vn->link_up;
+}
+
+uint64_t vnet_features(const struct vnet *vn)
+{
+	return vn->features;
+}
+
+void vnet_set_tx_done(struct vnet *vn, vnet_tx_done_fn fn, void *arg)
+{
+	vn->tx_done = fn;
+	vn->tx_done_arg = arg;
+}
+
+/* 2.1.2: DEVICE_NEEDS_RESET means the device gave up; a status without
+ * DRIVER_OK means it was reset under us. Either ends the run. */
+int vnet_check(struct vnet *vn)
+{
+	uint8_t st;
+
+	if (vn->failed)
+		return -VNET_EDEVICE;
+	st = virtio_pci_status(&vn->vp);
+	if ((st & VIRTIO_STATUS_DEVICE_NEEDS_RESET) || !(st & VIRTIO_STATUS_DRIVER_OK)) {
+		const char *what = (st & VIRTIO_STATUS_DEVICE_NEEDS_RESET) ? "device_needs_reset"
+		                                                           : "device_not_live";
+		printf("DEVICE_FAULT {\"fault\":\"%s\",\"status\":%u}\n", what, st);
+		vnet_fail(vn, "device status 0x%02x: %s", st, what);
+		return -VNET_EDEVICE;
+	}
+	return 0;
+}
+
+int vnet_poll(struct vnet *vn)
+{
+	if (vn->failed)
+		return -VNET_EDEVICE;
+	vnet_tx_poll(vn);
+	vnet_rx_poll(vn);
+	if (++vn->poll_passes % VNET_STATUS_CHECK_PASSES == 0)
+		vnet_check(vn);
+	return vn->failed ? -VNET_EDEVICE : 0;
+}
+
+void vnet_before_wait(struct vnet *vn)
+{
+	if (vn->failed)
+		return;
+	vnet_tx_before_wait(vn);
+	vnet_rx_poll(vn); /* the device must not run dry while we wait */
+}
+
+bool vnet_kick_pending(const struct vnet *vn)
+{
+	return vnet_tx_kick_pending(vn) || virtq_unpublished(&vn->rxq) ||
+	       virtq_kick_pending(&vn->rxq);
+}
+
+const char *vnet_error(const struct vnet *vn)
+{
+	return vn->error;
+}
+
+void vnet_counters(const struct vnet *vn, struct vnet_counters *rx, struct vnet_counters *tx)
+{
+	*rx = vn->rx;
+	*tx = vn->tx;
+	rx->kicks = vn->rxq.stats.kicks;
+	rx->kicks_suppressed = vn->rxq.stats.kicks_suppressed;
+	rx->device_errors = virtq_faults(&vn->rxq);
+	tx->kicks = vn->txq.stats.kicks;
+	tx->kicks_suppressed = vn->txq.stats.kicks_suppressed;
+	tx->device_errors = virtq_faults(&vn->txq);
+}
+
+static void vnet_print_queue(const char *name, const struct vnet_counters *c)
+{
+	printf("COUNTERS {\"queue\":\"%s\",\"frames\":%llu,\"bytes\":%llu,\"kicks\":%llu,"
+	       "\"kicks_suppressed\":%llu,\"reclaim_calls\":%llu,\"reclaimed\":%llu,"
+	       "\"reclaim_hist\":[",
+	       name, (unsigned long long)c->frames, (unsigned long long)c->bytes,
+	       (unsigned long long)c->kicks, (unsigned long long)c->kicks_suppressed,
+	       (unsigned long long)c->reclaim_calls, (unsigned long long)c->reclaimed);
+	for (int i = 0; i < VNET_COUNTER_BUCKETS; i++)
+		printf("%s%llu", i ? "," : "", (unsigned long long)c->reclaim_hist[i]);
+	printf("],\"ring_full\":%llu,\"refills\":%llu,\"refilled\":%llu,\"drops\":%llu,"
+	       "\"device_errors\":%llu}\n",
+	       (unsigned long long)c->ring_full, (unsigned long long)c->refills,
+	       (unsigned long long)c->refilled, (unsigned long long)c->drops,
+	       (unsigned long long)c->device_errors);
+}
+
+void vnet_print_counters(const struct vnet *vn)
+{
+	struct vnet_counters rx, tx;
+
+	vnet_counters(vn, &rx, &tx);
+	vnet_print_queue("tx", &tx);
+	vnet_print_queue("rx", &rx);
+}

@@ -1,0 +1,90 @@
+/*
+ * vnet_priv.h: the virtio-net driver's state, shared by vnet.c (bring-up,
+ * main-loop hooks), vnet_tx.c and vnet_rx.c. Not for the layers above: they
+ * see vnet.h only.
+ */
+#ifndef VNETLAB_VNET_PRIV_H
+#define VNETLAB_VNET_PRIV_H
+
+#include "drivers/virtio/vnet.h"
+#include "drivers/virtio/vnet_policy.h"
+#include "drivers/virtio/virtio_pci.h"
+#include "drivers/virtio/virtq.h"
+
+#define VNET_RXQ 0 /* 5.1.2: receiveq1 */
+#define VNET_TXQ 1 /* transmitq1 */
+
+/*
+ * RX buffer layout (one per RX descriptor), VNET_RX_BUF_SIZE bytes:
+ *   [0, 64)   caller scratch (vnet_rx.priv), never given to the device
+ *   [64, 66)  pad, so the frame starts at 2 mod 4 and its IP header is aligned
+ *   [66, 78)  struct virtio_net_hdr, written by the device
+ *   [78, ...) the Ethernet frame
+ */
+#define VNET_RX_BUF_SIZE  2048
+#define VNET_RX_HDR_OFF   (VNET_RX_PRIV_SIZE + 2)
+#define VNET_RX_FRAME_OFF (VNET_RX_HDR_OFF + VNET_HDR_LEN)
+
+/* TX slot per frame in flight: the header (zero-copy) or header + frame copy. */
+#define VNET_TX_SLOT_SIZE (VNET_ZEROCOPY ? 64 : 1536)
+
+enum vnet_rxb_state {
+	VNET_RXB_FREE,   /* driver's, waiting to be re-posted */
+	VNET_RXB_POSTED, /* on the ring, device's */
+	VNET_RXB_UP,     /* handed to the caller */
+};
+
+struct vnet_tx_slot {
+	void *cookie;
+	uint16_t next_free;
+};
+
+struct vnet {
+	struct virtio_pci vp;
+	struct virtq rxq, txq;
+	uint64_t offered, features;
+	uint8_t mac[6];
+	uint16_t mtu, max_frame;
+	bool link_up;
+
+	/* RX */
+	uint8_t *rx_mem;
+	uint8_t rx_state[VIRTQ_MAX_SIZE];
+	uint16_t rx_free[VIRTQ_MAX_SIZE]; /* FREE buffers, a stack */
+	uint16_t rx_nfree;
+	uint16_t rx_skip; /* MRG_RXBUF: buffers of a dropped frame still to come */
+
+	/* TX */
+	uint8_t *tx_mem;
+	struct vnet_tx_slot tx_slot[VIRTQ_MAX_SIZE];
+	uint16_t tx_slot_free;
+	vnet_tx_done_fn tx_done;
+	void *tx_done_arg;
+	uint32_t tx_since_kick; /* kick=burst: frames since the last kick decision */
+	bool tx_holding;        /* kick=timer: a kick is being held ... */
+	uint64_t tx_hold_since; /* ... since this clock_ns() */
+	uint16_t lazy_thresh;
+
+	struct vnet_counters rx, tx; /* kicks and device_errors come from the rings */
+	uint32_t poll_passes;
+	bool failed;
+	char error[192];
+};
+
+/* vnet.c */
+void vnet_fail(struct vnet *vn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* vnet_tx.c */
+void vnet_tx_setup(struct vnet *vn);
+unsigned vnet_tx_reclaim(struct vnet *vn, unsigned max);
+void vnet_tx_kick(struct vnet *vn);
+void vnet_tx_poll(struct vnet *vn);
+void vnet_tx_before_wait(struct vnet *vn);
+bool vnet_tx_kick_pending(const struct vnet *vn);
+
+/* vnet_rx.c */
+void vnet_rx_setup(struct vnet *vn);
+void vnet_rx_refill(struct vnet *vn, bool kick);
+void vnet_rx_poll(struct vnet *vn);
+
+#endif

@@ -1,0 +1,282 @@
+/*
+ * vnet_tx.c: virtio-net transmit (virtio 1.2 5.1.6.2). One reclaim routine,
+ * one kick routine; the TX_RECLAIM and TX_KICK policies (vnet_policy.h) only
+ * choose where they are called.
+ */
+#include <string.h>
+#include "kernel/kernel.h"
+#include "drivers/virtio/vnet_priv.h"
+
+#define VNET_RECLAIM_ALL 0xffffffffu
+
+const unsigned vnet_tx_headroom = (VNET_TXHDR_INLINE && VNET_ZEROCOPY) ? VNET_HDR_LEN : 0;
+
+void vnet_tx_setup(struct vnet *vn)
+{
+	uint16_t i;
+
+	vn->tx_mem = pmm_alloc((size_t)vn->txq.size * VNET_TX_SLOT_SIZE, 64);
+	for (i = 0; i < vn->txq.size; i++)
+		vn->tx_slot[i].next_free = (uint16_t)(i + 1);
+	vn->tx_slot_free = 0;
+	/* Ring smaller than the threshold: keep the policy meaningful. */
+	vn->lazy_thresh = VNET_LAZY_THRESH < vn->txq.size ? VNET_LAZY_THRESH : vn->txq.size / 2;
+}
+
+static uint16_t vnet_tx_slot_index(const struct vnet *vn, const struct vnet_tx_slot *s)
+{
+	return (uint16_t)(s - vn->tx_slot);
+}
+
+static uint8_t *vnet_tx_slot_mem(const struct vnet *vn, uint16_t i)
+{
+	return vn->tx_mem + (size_t)i * VNET_TX_SLOT_SIZE;
+}
+
+static unsigned vnet_hist_bucket(unsigned n)
+{
+	unsigned b = 0;
+
+	if (n <= 2)
+		return n;
+	/* 3-4 -> 3, 5-8 -> 4, ..., 65+ -> 8 */
+	for (b = 3, n = (n - 1) >> 2; n && b < VNET_COUNTER_BUCKETS - 1; n >>= 1)
+		b++;
+	return b;
+}
+
+/*
+ * The one TX reclaim routine (Linux free_old_xmit_skbs()): take back up to
+ * max completed frames, return their slots, tell the caller its buffers are
+ * free. Every policy calls this and nothing else to reclaim.
+ */
+unsigned vnet_tx_reclaim(struct vnet *vn, unsigned max)
+{
+	unsigned n = 0;
+
+	vn->tx.reclaim_calls++;
+	while (n < max) {
+		struct vnet_tx_slot *s;
+		void *token;
+		uint32_t len;
+		int rc = virtq_get_used(&vn->txq, &token, &len);
+
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			vnet_fail(vn, "transmit queue: device fault %s (DEVICE_FAULT line above)",
+			          virtq_fault_name(vn->txq.fault));
+			break;
+		}
+		s = token;
+		if (VNET_ZEROCOPY && vn->tx_done)
+			vn->tx_done(vn->tx_done_arg, s->cookie);
+		s->next_free = vn->tx_slot_free;
+		vn->tx_slot_free = vnet_tx_slot_index(vn, s);
+		n++;
+	}
+	vn->tx.reclaimed += n;
+	vn->tx.reclaim_hist[vnet_hist_bucket(n)]++;
+	return n;
+}
+
+/* Publish what was added, decide, notify if the device asked for it. The
+ * one place a TX kick happens. */
+void vnet_tx_kick(struct vnet *vn)
+{
+	virtq_publish(&vn->txq);
+	if (virtq_kick_prepare(&vn->txq))
+		virtq_notify(&vn->txq);
+	vn->tx_since_kick = 0;
+	vn->tx_holding = false;
+}
+
+bool vnet_tx_kick_pending(const struct vnet *vn)
+{
+	return virtq_unpublished(&vn->txq) || virtq_kick_pending(&vn->txq);
+}
+
+static bool vnet_tx_hold_expired(const struct vnet *vn)
+{
+	return vn->tx_holding && clock_ns() - vn->tx_hold_since >= VNET_KICK_TIMER_US * 1000ull;
+}
+
+/* Build the descriptor list for one frame into bufs; returns its length. */
+static unsigned vnet_tx_build(struct vnet *vn, uint16_t slot, const struct vnet_seg *segs,
+                              unsigned nseg, uint32_t total, const struct virtio_net_hdr *hdr,
+                              struct virtq_buf *bufs)
+{
+	uint8_t *mem = vnet_tx_slot_mem(vn, slot);
+	unsigned i, n = 0;
+
+	if (!VNET_ZEROCOPY) {
+		/* Copy: header and frame side by side in the slot. */
+		uint32_t off = VNET_HDR_LEN;
+
+		memcpy(mem, hdr, VNET_HDR_LEN);
+		for (i = 0; i < nseg; i++) {
+			memcpy(mem + off, segs[i].data, segs[i].len);
+			off += segs[i].len;
+		}
+		if (VNET_TXHDR_INLINE) {
+			bufs[n++] = (struct virtq_buf){(uintptr_t)mem, VNET_HDR_LEN + total, false};
+		} else {
+			bufs[n++] = (struct virtq_buf){(uintptr_t)mem, VNET_HDR_LEN, false};
+			bufs[n++] = (struct virtq_buf){(uintptr_t)mem + VNET_HDR_LEN, total, false};
+		}
+		return n;
+	}
+	/* Zero-copy: descriptors point at the caller's segments. */
+	for (i = 0; i < nseg; i++) {
+		uint8_t *p = segs[i].data;
+		uint32_t len = segs[i].len;
+
+		if (i == 0 && VNET_TXHDR_INLINE) {
+			/* Header in the caller's headroom (vnet_tx_headroom). */
+			p -= VNET_HDR_LEN;
+			memcpy(p, hdr, VNET_HDR_LEN);
+			len += VNET_HDR_LEN;
+		} else if (i == 0) {
+			memcpy(mem, hdr, VNET_HDR_LEN);
+			bufs[n++] = (struct virtq_buf){(uintptr_t)mem, VNET_HDR_LEN, false};
+		}
+		if (len)
+			bufs[n++] = (struct virtq_buf){(uintptr_t)p, len, false};
+	}
+	return n;
+}
+
+/* Descriptors one frame takes in this build. */
+static unsigned vnet_tx_ndesc(unsigned nseg)
+{
+	if (!VNET_ZEROCOPY)
+		return VNET_TXHDR_INLINE ? 1 : 2;
+	return VNET_TXHDR_INLINE ? nseg : nseg + 1;
+}
+
+static bool vnet_tx_room(const struct vnet *vn, unsigned ndesc)
+{
+	return virtq_num_free(&vn->txq) >= ndesc && vn->tx_slot_free < vn->txq.size;
+}
+
+int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg,
+            const struct vnet_csum *csum, void *cookie)
+{
+	struct virtq_buf bufs[VNET_TX_MAX_SEGS + 1];
+	struct virtio_net_hdr hdr = {.gso_type = VIRTIO_NET_HDR_GSO_NONE};
+	uint32_t total = 0;
+	unsigned i, n, ndesc;
+	uint16_t slot;
+	int rc;
+
+	if (vn->failed)
+		return -VNET_EDEVICE;
+	if (nseg == 0 || nseg > VNET_TX_MAX_SEGS)
+		return -VNET_EINVAL;
+	for (i = 0; i < nseg; i++)
+		total += segs[i].len;
+	ndesc = vnet_tx_ndesc(nseg);
+	if (total == 0 || total > vn->max_frame || ndesc > vn->txq.size ||
+	    (VNET_TXHDR_INLINE && segs[0].len == 0))
+		return -VNET_EINVAL;
+	if (csum) {
+		if (!(vn->features & VIRTIO_BIT(VIRTIO_NET_F_CSUM)) ||
+		    csum->start + csum->offset + 2u > total)
+			return -VNET_EINVAL;
+		hdr.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+		hdr.csum_start = csum->start;
+		hdr.csum_offset = csum->offset;
+	}
+
+	/* Reclaim before queuing: before, v2 (bounded), lazy (below threshold). */
+	if (VNET_IS_RECLAIM_BEFORE)
+		vnet_tx_reclaim(vn, VNET_RECLAIM_ALL);
+	if (VNET_IS_RECLAIM_V2)
+		vnet_tx_reclaim(vn, VNET_RECLAIM_K);
+	if (VNET_IS_RECLAIM_LAZY && virtq_num_free(&vn->txq) < vn->lazy_thresh)
+		vnet_tx_reclaim(vn, VNET_RECLAIM_ALL);
+	/* Space ran out: the other orders do a full reclaim now (poll never
+	 * reclaims on this path; before just did). */
+	if (!vnet_tx_room(vn, ndesc) && !VNET_IS_RECLAIM_POLL && !VNET_IS_RECLAIM_BEFORE)
+		vnet_tx_reclaim(vn, VNET_RECLAIM_ALL);
+	if (vn->failed)
+		return -VNET_EDEVICE;
+	if (!vnet_tx_room(vn, ndesc)) {
+		/* Back-pressure. The device must see and be told about what is
+		 * queued, or the caller would wait for space forever. */
+		vn->tx.ring_full++;
+		vnet_tx_kick(vn);
+		return -VNET_EAGAIN;
+	}
+
+	slot = vn->tx_slot_free;
+	n = vnet_tx_build(vn, slot, segs, nseg, total, &hdr, bufs);
+	rc = virtq_add(&vn->txq, bufs, n, &vn->tx_slot[slot]);
+	if (rc < 0) /* room was checked: only a dead ring or a bad segment gets here */
+		return rc == -VIRTQ_EDEVICE ? -VNET_EDEVICE : -VNET_EINVAL;
+	vn->tx_slot_free = vn->tx_slot[slot].next_free;
+	vn->tx_slot[slot].cookie = cookie;
+	vn->tx.frames++;
+	vn->tx.bytes += total;
+	if (!VNET_ZEROCOPY && vn->tx_done)
+		vn->tx_done(vn->tx_done_arg, cookie); /* copied: caller's memory is free */
+
+	/* Publication and kick decision. */
+	if (!VNET_AVAIL_BATCHED)
+		virtq_publish(&vn->txq);
+	vn->tx_since_kick++;
+	if (VNET_IS_KICK_EVERY)
+		vnet_tx_kick(vn);
+	if (VNET_IS_KICK_BURST && vn->tx_since_kick >= VNET_KICK_BURST_MAX)
+		vnet_tx_kick(vn);
+	if (VNET_IS_KICK_TIMER) {
+		if (!vn->tx_holding) {
+			vn->tx_holding = true;
+			vn->tx_hold_since = clock_ns();
+		} else if (vnet_tx_hold_expired(vn)) {
+			vnet_tx_kick(vn);
+		}
+	}
+
+	/* Reclaim after transmitting: after, v1 (bounded). */
+	if (VNET_IS_RECLAIM_AFTER)
+		vnet_tx_reclaim(vn, VNET_RECLAIM_ALL);
+	if (VNET_IS_RECLAIM_V1)
+		vnet_tx_reclaim(vn, VNET_RECLAIM_K);
+	return vn->failed ? -VNET_EDEVICE : 0;
+}
+
+void vnet_tx_end_burst(struct vnet *vn)
+{
+	if (vn->failed)
+		return;
+	if (VNET_AVAIL_BATCHED)
+		virtq_publish(&vn->txq);
+	if (VNET_IS_KICK_BURST && vnet_tx_kick_pending(vn))
+		vnet_tx_kick(vn);
+}
+
+/* The TX part of one main-loop pass. Every policy but the labelled timer
+ * flushes a pending kick here (deferred: this is its only kick point;
+ * the others: a safety net for a caller that skipped end_burst). */
+void vnet_tx_poll(struct vnet *vn)
+{
+	if (VNET_IS_KICK_TIMER) {
+		if (vnet_tx_hold_expired(vn))
+			vnet_tx_kick(vn);
+	} else if (vnet_tx_kick_pending(vn)) {
+		vnet_tx_kick(vn);
+	}
+	if (VNET_IS_RECLAIM_POLL)
+		vnet_tx_reclaim(vn, VNET_RECLAIM_ALL);
+}
+
+/* Nothing may stay unkicked while the appliance waits (the 2008 lesson),
+ * except in the timer variant, whose hold vnet_tx_poll() bounds. */
+void vnet_tx_before_wait(struct vnet *vn)
+{
+	if (VNET_IS_KICK_TIMER)
+		virtq_publish(&vn->txq);
+	else if (vnet_tx_kick_pending(vn))
+		vnet_tx_kick(vn);
+}

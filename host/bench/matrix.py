@@ -1,0 +1,345 @@
+"""matrix.py: what to run -- parsed from a small matrix file and/or
+command-line options, validated, and expanded into a list of runs.
+
+A matrix file is `key = value` lines (# comments), or a JSON object with
+the same keys. Lists are separated by commas or blanks. Variants that are
+not named in the variants makefile can be defined inline:
+
+    variant v2burst = TX_RECLAIM=v2 TX_KICK=burst
+
+Keys (command-line option --KEY with '.' and '_' written '-', e.g.
+--rr-sizes; options override the file):
+"""
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+from procs import BenchError
+
+# Test name -> kind, the parameter that forms table rows, the headline
+# metric and whether bigger is better.
+TESTS = {
+    "tcp_rr": dict(kind="rr", proto="tcp", row="instances", metric="tps", up=True),
+    "udp_rr": dict(kind="rr", proto="udp", row="instances", metric="tps", up=True),
+    "tcp_stream": dict(kind="stream", row="msg", metric="mbps", up=True),
+    "tcp_maerts": dict(kind="stream", row="msg", metric="mbps", up=True),
+    "ping": dict(kind="ping", row="size", metric="lat_p50_ns", up=False),
+}
+TEST_ALIASES = {"rr": "tcp_rr", "stream": "tcp_stream", "maerts": "tcp_maerts"}
+
+# Backend name -> options it accepts (backend specs look like
+# "tap", "tap:tx=timer", "vhost:poll-us=50").
+BACKENDS = {
+    "tap": {"tx": ("bh", "timer")},
+    "vhost": {"poll-us": int},
+    "vhost-user": {},
+    "user": {},
+}
+
+# key -> (default, help). Values are strings until validate().
+KEYS = {
+    "variants": ("", "variant names (from the variants makefile or defined with `variant NAME = VARS`)"),
+    "tests": ("tcp_rr,tcp_stream", "tests: " + ", ".join(TESTS) + " (aliases rr, stream, maerts)"),
+    "backends": ("tap", "backends: tap[:tx=bh|timer], vhost[:poll-us=N], vhost-user, user"),
+    "guests": ("vnetlab", "guests whose results form columns (vnetlab; others can be added in guests.py)"),
+    "repetitions": ("3", "repetitions of every configuration"),
+    "seconds": ("10", "measured seconds per run"),
+    "warmup": ("1", "guest warm-up seconds before measuring"),
+    "baseline": ("", "column the others are compared with (default: the first variant)"),
+    "rr.sizes": ("256/256", "request/response sizes, e.g. 256/256,1/1"),
+    "rr.instances": ("1,25,50,100", "concurrent RR instances (table rows)"),
+    "rr.burst": ("1", "outstanding transactions per instance (netperf -b)"),
+    "rr.role": ("client", "client: the appliance drives a host `sockperf server`; server: host `sockperf ping-pong` drives the appliance (1 instance)"),
+    "stream.sizes": ("256,1K,4K,16K", "message sizes (table rows)"),
+    "stream.instances": ("1,4", "concurrent streams"),
+    "stream.role": ("client", "client: the appliance connects to a host `iperf -s` (sending, or receiving like iperf -R); server: a host `iperf -c` drives the appliance"),
+    "ping.sizes": ("56", "ICMP payload sizes (table rows)"),
+    "accel": ("auto", "auto|kvm|tcg, passed to host/qemu-run.sh"),
+    "machine": ("pc", "pc|q35"),
+    "pin.qemu": ("", "taskset CPU list for QEMU (empty: no pinning)"),
+    "pin.peer": ("", "taskset CPU list for the host peer"),
+    "pin.backend": ("", "CPU list for the backend process (testpmd lcores, default 0,1)"),
+    "run_timeout": ("", "hard limit per run in seconds (default seconds + warmup + 60)"),
+}
+
+
+def key_option(k):
+    return "--" + k.replace(".", "-").replace("_", "-")
+
+
+def split_list(v):
+    if isinstance(v, (list, tuple)):
+        out = []
+        for x in v:
+            out += split_list(x)
+        return out
+    return [x for x in re.split(r"[,\s]+", str(v).strip()) if x]
+
+
+def parse_size(s):
+    m = re.fullmatch(r"(\d+)([kKmM]?)", s)
+    if not m:
+        raise BenchError(f"bad size '{s}' (expected a number, optionally with K or M)")
+    return int(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20}[m.group(2).lower()]
+
+
+def parse_file(path):
+    """Matrix file -> (settings dict, inline variant definitions)."""
+    try:
+        text = open(path).read()
+    except OSError as e:
+        raise BenchError(f"cannot read matrix file {path}: {e.strerror} (see host/bench/matrices/ for examples)")
+    settings, defs = {}, {}
+    if path.endswith(".json"):
+        try:
+            obj = json.loads(text)
+        except ValueError as e:
+            raise BenchError(f"{path}: not valid JSON ({e})")
+        defs = obj.pop("variant_defs", {})
+        settings = {k: v for k, v in obj.items()}
+    else:
+        for n, line in enumerate(text.splitlines(), 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            m = re.fullmatch(r"variant\s+([A-Za-z0-9_.-]+)\s*=\s*(.*)", line)
+            if m:
+                defs[m.group(1)] = m.group(2).strip()
+                continue
+            m = re.fullmatch(r"([a-z_.]+)\s*=\s*(.*)", line)
+            if not m:
+                raise BenchError(f"{path}:{n}: expected `key = value` or `variant NAME = VARS`, got '{line}'")
+            settings[m.group(1)] = m.group(2).strip()
+    for k in settings:
+        if k not in KEYS:
+            raise BenchError(f"{path}: unknown key '{k}' (known: {', '.join(KEYS)})")
+    return settings, defs
+
+
+@dataclass
+class Run:
+    """One boot: one column (guest + variant), one test configuration, one repetition."""
+
+    index: int
+    guest: str
+    variant: str
+    test: str
+    backend: str
+    params: dict
+    rep: int
+    column: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def label(self):
+        p = self.params
+        if TESTS[self.test]["kind"] == "rr":
+            cfg = f"{p['req']}/{p['resp']} x{p['instances']}" + (f" b{p['burst']}" if p["burst"] > 1 else "")
+        elif TESTS[self.test]["kind"] == "stream":
+            cfg = f"msg {p['msg']} x{p['instances']}"
+        else:
+            cfg = f"size {p['size']}"
+        return f"{self.test} {cfg} {self.column} {self.backend} rep {self.rep + 1}"
+
+
+class Matrix:
+    def __init__(self, settings, variant_defs, resolve_variant, guests_known, known_text="default"):
+        """resolve_variant(name) -> make variables of a named variant or None."""
+        s = {k: v[0] for k, v in KEYS.items()}
+        s.update({k: v for k, v in settings.items() if v is not None})
+        self.raw = s
+        self.variant_defs = dict(variant_defs)
+        self._validate(resolve_variant, guests_known, known_text)
+
+    def _validate(self, resolve_variant, guests_known, known_text):
+        s = self.raw
+        # Variants: named in the variants makefile or defined inline.
+        self.variants = split_list(s["variants"])
+        if not self.variants:
+            self.variants = list(self.variant_defs) or ["default"]
+        table = dict(self.variant_defs)
+        for v in self.variants:
+            if v not in table and resolve_variant(v) is not None:
+                table[v] = resolve_variant(v)
+        unknown = [v for v in self.variants if v not in table]
+        if unknown:
+            defined = f" (defined here: {', '.join(self.variant_defs)})" if self.variant_defs else ""
+            raise BenchError(
+                f"unknown variant(s) {', '.join(unknown)}: known are {known_text}{defined}; "
+                "define others with `variant NAME = VAR=value ...` in a matrix file or --variant-def"
+            )
+        if len(set(self.variants)) != len(self.variants):
+            raise BenchError(f"variant listed twice in '{s['variants']}'")
+        self.variant_vars = {v: table[v] for v in self.variants}
+
+        self.tests = []
+        for t in split_list(s["tests"]):
+            t = TEST_ALIASES.get(t, t)
+            if t not in TESTS:
+                raise BenchError(f"unknown test '{t}': known are {', '.join(TESTS)} (aliases {', '.join(TEST_ALIASES)})")
+            if t not in self.tests:
+                self.tests.append(t)
+        if not self.tests:
+            raise BenchError("no tests given (--tests tcp_rr,tcp_stream,...)")
+
+        self.backends = [self._backend(b) for b in split_list(s["backends"])]
+        if not self.backends:
+            raise BenchError("no backend given (--backends tap|vhost|vhost-user|user)")
+
+        self.guests = split_list(s["guests"])
+        for g in self.guests:
+            if g not in guests_known:
+                raise BenchError(f"unknown guest '{g}': known are {', '.join(guests_known)}")
+
+        self.repetitions = self._int("repetitions", 1, 100)
+        self.seconds = self._int("seconds", 1, 3600)
+        self.warmup = self._int("warmup", 0, 600)
+        self.rr_sizes = []
+        for x in split_list(s["rr.sizes"]):
+            m = re.fullmatch(r"(\w+)/(\w+)", x)
+            if not m:
+                raise BenchError(f"bad rr size '{x}' (expected REQ/RESP, e.g. 256/256)")
+            self.rr_sizes.append((parse_size(m.group(1)), parse_size(m.group(2))))
+        self.rr_instances = self._ints("rr.instances", 1, 128)  # apps/rr.h RR_INSTANCES
+        self.rr_burst = self._ints("rr.burst", 1, 64)  # RR_BURST_MAX
+        self.rr_role = s["rr.role"]
+        if self.rr_role not in ("client", "server"):
+            raise BenchError(f"bad rr.role '{self.rr_role}' (client|server)")
+        if self.rr_role == "server" and (max(self.rr_instances) > 1 or max(self.rr_burst) > 1):
+            raise BenchError("rr.role=server is driven by one `sockperf ping-pong`: use rr.instances=1 rr.burst=1")
+        self.stream_role = s["stream.role"]
+        if self.stream_role not in ("client", "server"):
+            raise BenchError(f"bad stream.role '{self.stream_role}' (client|server)")
+        self.stream_sizes = [parse_size(x) for x in split_list(s["stream.sizes"])]
+        for z in self.stream_sizes:
+            if not 1 <= z <= 65535:
+                raise BenchError(f"stream size {z} out of range 1..65535 (one write of the appliance)")
+        self.stream_instances = self._ints("stream.instances", 1, 32)
+        self.ping_sizes = [parse_size(x) for x in split_list(s["ping.sizes"])]
+        if s["accel"] not in ("auto", "kvm", "tcg"):
+            raise BenchError(f"bad accel '{s['accel']}' (auto|kvm|tcg)")
+        self.accel = s["accel"]
+        if s["machine"] not in ("pc", "q35"):
+            raise BenchError(f"bad machine '{s['machine']}' (pc|q35)")
+        self.machine = s["machine"]
+        self.pin = {}
+        for who in ("qemu", "peer", "backend"):
+            v = str(s[f"pin.{who}"]).strip()
+            if v and not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", v):
+                raise BenchError(f"bad pin.{who} '{v}' (a taskset CPU list such as 0 or 0,1 or 0-1)")
+            self.pin[who] = v
+        ncpu = os.cpu_count() or 1
+        for who, v in self.pin.items():
+            for c in re.findall(r"\d+", v):
+                if int(c) >= ncpu:
+                    raise BenchError(f"pin.{who}={v}: this host has CPUs 0..{ncpu - 1} only")
+        self.run_timeout = int(s["run_timeout"]) if str(s["run_timeout"]).strip() else self.seconds + self.warmup + 60
+
+        self.columns = [(g, v) for g in self.guests for v in (self.variants if g == "vnetlab" else [g])]
+        base = s["baseline"] or self.column_name(*self.columns[0])
+        names = [self.column_name(*c) for c in self.columns]
+        if base not in names:
+            raise BenchError(f"baseline '{base}' is not one of the columns {', '.join(names)}")
+        self.baseline = base
+
+    def column_name(self, guest, variant):
+        return variant if guest == "vnetlab" else guest
+
+    def _int(self, k, lo, hi):
+        try:
+            v = int(str(self.raw[k]))
+        except ValueError:
+            raise BenchError(f"bad {k} '{self.raw[k]}' (expected a whole number {lo}..{hi})")
+        if not lo <= v <= hi:
+            raise BenchError(f"{k}={v} out of range {lo}..{hi}")
+        return v
+
+    def _ints(self, k, lo, hi):
+        out = []
+        for x in split_list(self.raw[k]):
+            if not x.isdigit() or not lo <= int(x) <= hi:
+                raise BenchError(f"bad {k} value '{x}' (whole numbers {lo}..{hi})")
+            out.append(int(x))
+        if not out:
+            raise BenchError(f"{k} is empty")
+        return out
+
+    def _backend(self, spec):
+        name, _, opts = spec.partition(":")
+        if name not in BACKENDS:
+            raise BenchError(f"unknown backend '{name}': known are {', '.join(BACKENDS)}")
+        parsed = {}
+        for o in split_list(opts.replace("+", ",")) if opts else []:
+            k, eq, v = o.partition("=")
+            allowed = BACKENDS[name].get(k)
+            if not eq or allowed is None:
+                known = ", ".join(BACKENDS[name]) or "none"
+                raise BenchError(f"backend '{spec}': unknown option '{o}' (options of {name}: {known})")
+            if allowed is int:
+                if not v.isdigit():
+                    raise BenchError(f"backend '{spec}': {k} needs a whole number")
+            elif v not in allowed:
+                raise BenchError(f"backend '{spec}': {k} must be one of {'|'.join(allowed)}")
+            parsed[k] = v
+        return spec, name, parsed
+
+    def configs(self, test):
+        """Parameter dicts of one test, in table order."""
+        kind = TESTS[test]["kind"]
+        if kind == "rr":
+            return [
+                dict(req=q, resp=r, instances=i, burst=b, seconds=self.seconds)
+                for (q, r) in self.rr_sizes
+                for b in self.rr_burst
+                for i in self.rr_instances
+            ]
+        if kind == "stream":
+            return [dict(msg=m, instances=i, seconds=self.seconds) for i in self.stream_instances for m in self.stream_sizes]
+        return [dict(size=z, seconds=self.seconds) for z in self.ping_sizes]
+
+    def runs(self):
+        """Every run, repetition-major so that slow drifts of the host are
+        spread over all columns instead of landing on one."""
+        out = []
+        for rep in range(self.repetitions):
+            for spec, _name, _opts in self.backends:
+                for test in self.tests:
+                    for params in self.configs(test):
+                        for guest, variant in self.columns:
+                            out.append(
+                                Run(len(out), guest, variant, test, spec, dict(params), rep, self.column_name(guest, variant))
+                            )
+        return out
+
+    def backend_opts(self, spec):
+        for s, name, opts in self.backends:
+            if s == spec:
+                return name, opts
+        raise KeyError(spec)
+
+    def describe(self):
+        return {
+            "variants": {v: self.variant_vars[v] for v in self.variants},
+            "tests": self.tests,
+            "backends": [b[0] for b in self.backends],
+            "guests": self.guests,
+            "repetitions": self.repetitions,
+            "seconds": self.seconds,
+            "warmup": self.warmup,
+            "baseline": self.baseline,
+            "rr.sizes": [f"{q}/{r}" for q, r in self.rr_sizes],
+            "rr.instances": self.rr_instances,
+            "rr.burst": self.rr_burst,
+            "rr.role": self.rr_role,
+            "stream.sizes": self.stream_sizes,
+            "stream.instances": self.stream_instances,
+            "stream.role": self.stream_role,
+            "ping.sizes": self.ping_sizes,
+            "accel": self.accel,
+            "machine": self.machine,
+            "pin": self.pin,
+        }
+
+
+__doc__ += "\n".join(f"  {k:18} {d}  (default: {v or '-'})" for k, (v, d) in KEYS.items())

@@ -1,0 +1,252 @@
+"""peers.py: the stock host tools on the other end of each test, and what
+their output says.
+
+  rr, appliance client  `sockperf server` (TCP or UDP) on the host side
+  rr, appliance server  `sockperf ping-pong --full-rtt` drives the appliance;
+                        its round-trip percentiles become peer_lat_*_ns
+  stream, appliance client   `iperf -s` receives (tcp_stream) or sends
+                        (tcp_maerts: the appliance asks, like iperf -R,
+                        and the server writes -l MSG bytes at a time)
+  stream, appliance server   `iperf -c` sends to it (tcp_maerts) or, with
+                        -R, receives from it (tcp_stream)
+  ping                  `ping -A` (adaptive: one echo in flight, like an RR);
+                        every reply's time gives the percentiles
+
+A peer is started through the backend's wrap() (inside the namespace) and,
+optionally, under `taskset -c LIST`. Every peer has a hard timeout.
+"""
+
+import math
+import re
+
+from procs import Proc
+
+SOCKPERF_PORT = 11111
+IPERF_PORT = 5001
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def clean(line):
+    return _ANSI.sub("", line)
+
+
+def percentile(sorted_vals, p):
+    """Nearest-rank percentile of an ascending list (p in 0..100)."""
+    if not sorted_vals:
+        return None
+    k = max(1, math.ceil(p / 100.0 * len(sorted_vals)))
+    return sorted_vals[min(k, len(sorted_vals)) - 1]
+
+
+class Peer:
+    """One host-side tool for one run."""
+
+    name = "peer"
+    server = False  # True: started before the guest, listens
+    tools = ()
+
+    def __init__(self, backend, test, params, pin="", warmup=0):
+        self.backend = backend
+        self.test = test
+        self.params = params
+        self.pin = pin
+        self.warmup = warmup  # seconds the appliance does not measure
+        self.proc = None
+
+    def argv(self):
+        raise NotImplementedError
+
+    def start(self):
+        argv = self.argv()
+        if self.pin:
+            argv = ["taskset", "-c", self.pin] + argv
+        self.proc = Proc(self.name, self.backend.wrap(argv))
+        return self.proc
+
+    def ready(self, timeout=10):
+        """Wait until a server peer listens; True if it does."""
+        return True
+
+    def parse(self):
+        """Figures from the peer's output (peer_* keys), {} if none."""
+        return {}
+
+    def window(self, t0, t1):
+        """The measured part of a driving peer's run [t0, t1] (host
+        monotonic times): by default less the appliance's warm-up."""
+        return (t0 + self.warmup, t1)
+
+    def stop(self):
+        if self.proc:
+            self.proc.stop()
+
+
+class SockperfServer(Peer):
+    name = "sockperf"
+    server = True
+    tools = ("sockperf",)
+
+    def argv(self):
+        a = ["sockperf", "server", "-i", self.backend.peer_bind, "-p", str(self.backend.host_port(SOCKPERF_PORT))]
+        return a + (["--tcp"] if self.test == "tcp_rr" else [])
+
+    def ready(self, timeout=10):
+        # Printed once the socket is bound and the server blocks on it.
+        return bool(self.proc.wait_line(lambda l: "to block on socket" in l or "using " in l, timeout))
+
+
+class SockperfPingPong(Peer):
+    name = "sockperf"
+    tools = ("sockperf",)
+
+    def argv(self):
+        addr, port = self.backend.guest_port(SOCKPERF_PORT, "tcp" if self.test == "tcp_rr" else "udp")
+        a = ["sockperf", "ping-pong", "-i", addr, "-p", str(port), "-m", str(self.params["req"]),
+             "-t", str(self.params["seconds"]), "--full-rtt"]
+        return a + (["--tcp"] if self.test == "tcp_rr" else [])
+
+    def parse(self):
+        return parse_sockperf(self.proc.text())
+
+    def window(self, t0, t1):
+        # sockperf announces its own measured test: use its line times.
+        a = self.proc.wait_line(lambda l: "Starting test" in l, 0)
+        b = self.proc.wait_line(lambda l: "Test end" in l, 0)
+        return (a[0], b[0]) if a and b and b[0] > a[0] else (t0, t1)
+
+
+def parse_sockperf(lines):
+    out = {}
+    keys = {"50.000": "peer_lat_p50_ns", "90.000": "peer_lat_p90_ns", "99.000": "peer_lat_p99_ns", "99.900": "peer_lat_p999_ns"}
+    for raw in lines:
+        l = clean(raw)
+        m = re.search(r"percentile (\d+\.\d+) =\s*([\d.]+)", l)
+        if m and m.group(1) in keys:
+            out[keys[m.group(1)]] = round(float(m.group(2)) * 1000)
+        m = re.search(r"<MAX> observation =\s*([\d.]+)", l)
+        if m:
+            out["peer_lat_max_ns"] = round(float(m.group(1)) * 1000)
+        m = re.search(r"avg-rtt=([\d.]+)", l)
+        if m:
+            out["peer_lat_mean_ns"] = round(float(m.group(1)) * 1000)
+        m = re.search(r"\[Valid Duration\] RunTime=([\d.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)", l)
+        if m:
+            out["peer_transactions"] = int(m.group(3))
+            out["peer_tps"] = round(int(m.group(3)) / float(m.group(1)), 1) if float(m.group(1)) else None
+    return out
+
+
+def parse_iperf(lines):
+    """Total Mbit/s of an iperf 2 report run with -f m: the [SUM] line if
+    there is one, else the sum of the per-connection lines."""
+    total, per = None, {}
+    for l in lines:
+        # "[  1] 0.0000-10.0 sec ...", "[ *1] ..." (reverse), "[SUM] ..."
+        m = re.search(r"^\[\s*\*?(\w+)\]\s+[\d.]+-\s*([\d.]+) sec\s+[\d.]+ \w+\s+([\d.]+) Mbits/sec", l)
+        if not m:
+            continue
+        if m.group(1) == "SUM":
+            total = float(m.group(3))
+        else:
+            per[m.group(1)] = float(m.group(3))
+    if total is None and per:
+        total = sum(per.values())
+    return {"peer_mbps": total} if total is not None else {}
+
+
+class IperfServer(Peer):
+    name = "iperf"
+    server = True
+    tools = ("iperf",)
+
+    def argv(self):
+        a = ["iperf", "-s", "-B", self.backend.peer_bind, "-p", str(self.backend.host_port(IPERF_PORT)), "-f", "m"]
+        if self.test == "tcp_maerts":
+            a += ["-l", str(self.params["msg"])]
+        return a
+
+    def ready(self, timeout=10):
+        return bool(self.proc.wait_line(lambda l: "Server listening" in l, timeout))
+
+    def parse(self):
+        return parse_iperf(self.proc.text())
+
+
+class IperfClient(Peer):
+    name = "iperf"
+    tools = ("iperf",)
+
+    def argv(self):
+        addr, port = self.backend.guest_port(IPERF_PORT, "tcp")
+        # The appliance skips its warm-up: run that much longer.
+        a = ["iperf", "-c", addr, "-p", str(port), "-f", "m", "-l", str(self.params["msg"]),
+             "-t", str(self.params["seconds"] + self.warmup), "-P", str(self.params["instances"])]
+        return a + (["-R"] if self.test == "tcp_stream" else [])
+
+    def parse(self):
+        return parse_iperf(self.proc.text())
+
+
+class Ping(Peer):
+    name = "ping"
+    tools = ("ping",)
+
+    def argv(self):
+        return ["ping", "-A", "-n", "-s", str(self.params["size"]), "-w", str(self.params["seconds"]),
+                self.backend.guest_ip]
+
+    def parse(self):
+        return parse_ping(self.proc.text(), self.params["seconds"])
+
+    def window(self, t0, t1):
+        return (t0, t1)
+
+
+def parse_ping(lines, seconds):
+    rtts = []
+    out = {}
+    for l in lines:
+        m = re.search(r"time=([\d.]+) ms", l)
+        if m:
+            rtts.append(float(m.group(1)) * 1e6)
+        m = re.search(r"(\d+) packets transmitted, (\d+) received", l)
+        if m:
+            out["ping_sent"], out["ping_received"] = int(m.group(1)), int(m.group(2))
+        m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", l)
+        if m:
+            out["ping_min_ns"], out["ping_avg_ns"], out["ping_max_ns"], out["ping_mdev_ns"] = (
+                round(float(x) * 1e6) for x in m.groups()
+            )
+    if rtts:
+        s = sorted(rtts)
+        out.update(
+            transactions=len(s),
+            tps=round(len(s) / seconds, 1),
+            lat_mean_ns=round(sum(s) / len(s)),
+            lat_p50_ns=round(percentile(s, 50)),
+            lat_p90_ns=round(percentile(s, 90)),
+            lat_p99_ns=round(percentile(s, 99)),
+            lat_p999_ns=round(percentile(s, 99.9)),
+            lat_max_ns=round(s[-1]),
+        )
+    return out
+
+
+def for_test(test, roles, backend, params, pin="", warmup=0):
+    """The peer of a test (matrix.TESTS names); roles = {"rr": client|server,
+    "stream": client|server}, the appliance's role."""
+    if test in ("tcp_rr", "udp_rr"):
+        cls = SockperfServer if roles["rr"] == "client" else SockperfPingPong
+    elif test in ("tcp_stream", "tcp_maerts"):
+        cls = IperfServer if roles["stream"] == "client" else IperfClient
+    else:
+        cls = Ping
+    return cls(backend, test, params, pin, warmup)
+
+
+def tools_for(tests, roles):
+    t = set()
+    for test in tests:
+        t.update(for_test(test, roles, None, {}).tools)
+    return t

@@ -1,0 +1,132 @@
+"""plots.py: PNG plots of the summary records (report.summarise()).
+
+  latency_<test>_<backend>.png   round-trip percentiles per column (RR, ping)
+  tps_<test>_<backend>.png       transactions/s vs instances (RR)
+  mbps_<test>_<backend>.png      Mbit/s vs message size (STREAM/MAERTS)
+  kicks_<test>_<backend>.png     kicks per transaction per column
+
+One line or bar series per column, so another guest is one more series.
+Error bars are the min-max over repetitions. Needs python3-matplotlib
+(the Agg backend, no display).
+"""
+
+import os
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+PCTS = (("lat_p50_ns", "p50"), ("lat_p90_ns", "p90"), ("lat_p99_ns", "p99"), ("lat_p999_ns", "p99.9"))
+
+
+def _slug(*parts):
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", "_".join(str(p) for p in parts if p is not None)).strip("-")
+
+
+def _by(records, *keys):
+    out = {}
+    for r in records:
+        out.setdefault(tuple(r.get(k) for k in keys), []).append(r)
+    return out
+
+
+def _subtitle(recs, skip):
+    keys = ("req", "resp", "burst", "instances", "msg")
+    d = {k: recs[0].get(k) for k in keys if k not in skip and recs[0].get(k) is not None}
+    s = ", ".join(f"{k} {v}" for k, v in d.items())
+    return s + f" (accel {recs[0].get('accel')})"
+
+
+def _save(fig, outdir, name):
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, name), dpi=90)
+    plt.close(fig)
+    return name
+
+
+def _errbar(ax, xs, recs, label, scale=1.0):
+    ys = [r["median"] / scale for r in recs]
+    lo = [(r["median"] - r["min"]) / scale for r in recs]
+    hi = [(r["max"] - r["median"]) / scale for r in recs]
+    ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label)
+
+
+def plot_all(records, cols, outdir):
+    """Write every plot the records allow; returns the file names."""
+    files = []
+    for (test, backend), recs in _by(records, "test", "backend").items():
+        metric = recs[0]["metric"]
+
+        # Latency percentiles per column, at the smallest load measured.
+        lat = [r for r in recs if r.get("lat_p50_ns") is not None]
+        if lat:
+            for sub in _by(lat, "req", "resp", "burst", "msg").values():
+                load_key = "instances" if sub[0].get("instances") is not None else "size"
+                low = min(r.get(load_key) or 0 for r in sub)
+                sub = [r for r in sub if (r.get(load_key) or 0) == low]
+                fig, ax = plt.subplots(figsize=(6, 4))
+                for c in cols:
+                    rs = [r for r in sub if r["column"] == c]
+                    if rs:
+                        ax.plot([p for _, p in PCTS], [rs[0].get(k, 0) / 1000 for k, _ in PCTS], marker="o", label=c)
+                ax.set_yscale("log")
+                ax.set_ylabel("round trip (us)")
+                ax.set_title(f"{test} latency percentiles, {backend}\n{_subtitle(sub, ())}", fontsize=9)
+                ax.legend(fontsize=8)
+                ax.grid(True, which="both", alpha=0.3)
+                files.append(_save(fig, outdir, _slug("latency", test, backend, sub[0].get("req"), sub[0].get("resp"), sub[0].get("msg")) + ".png"))
+
+        if metric == "tps":
+            for sub in _by(recs, "req", "resp", "burst").values():
+                fig, ax = plt.subplots(figsize=(6, 4))
+                for c in cols:
+                    rs = sorted((r for r in sub if r["column"] == c), key=lambda r: r["instances"])
+                    if rs:
+                        _errbar(ax, [r["instances"] for r in rs], rs, c)
+                ax.set_xlabel("instances")
+                ax.set_ylabel("transactions/s")
+                ax.set_title(f"{test} transactions/s vs instances, {backend}\n{_subtitle(sub, ('instances',))}", fontsize=9)
+                ax.legend(fontsize=8)
+                ax.grid(True, alpha=0.3)
+                files.append(_save(fig, outdir, _slug("tps", test, backend, sub[0]["req"], sub[0]["resp"], sub[0]["burst"]) + ".png"))
+
+        if metric == "mbps":
+            for sub in _by(recs, "instances").values():
+                fig, ax = plt.subplots(figsize=(6, 4))
+                for c in cols:
+                    rs = sorted((r for r in sub if r["column"] == c), key=lambda r: r["msg"])
+                    if rs:
+                        _errbar(ax, [r["msg"] for r in rs], rs, c)
+                ax.set_xscale("log", base=2)
+                ax.set_xlabel("message size (bytes)")
+                ax.set_ylabel("Mbit/s")
+                ax.set_title(f"{test} Mbit/s vs message size, {backend}\n{_subtitle(sub, ('msg',))}", fontsize=9)
+                ax.legend(fontsize=8)
+                ax.grid(True, alpha=0.3)
+                files.append(_save(fig, outdir, _slug("mbps", test, backend, "x", sub[0]["instances"]) + ".png"))
+
+        kick = [r for r in recs if r.get("kicks_per_txn") is not None]
+        if kick:
+            row_key = "instances" if metric == "tps" else ("msg" if metric == "mbps" else "size")
+            loads = sorted({r.get(row_key) for r in kick})
+            fig, ax = plt.subplots(figsize=(6, 4))
+            present = [c for c in cols if any(r["column"] == c for r in kick)]
+            width = 0.8 / max(1, len(present))
+            for i, c in enumerate(present):
+                ys = []
+                for ld in loads:
+                    rs = [r for r in kick if r["column"] == c and r.get(row_key) == ld]
+                    # Several groups (e.g. sizes) can share a load: plot the first.
+                    ys.append(rs[0]["kicks_per_txn"] if rs else 0)
+                ax.bar([j + i * width for j in range(len(loads))], ys, width, label=c)
+            ax.set_xticks([j + width * (len(present) - 1) / 2 for j in range(len(loads))])
+            ax.set_xticklabels([str(x) for x in loads])
+            ax.set_xlabel(row_key)
+            ax.set_ylabel({"tps": "kicks per transaction", "mbps": "kicks per message"}.get(metric, "kicks per ping (whole boot)"))
+            ax.set_title(f"{test} kicks per transaction per variant, {backend}\n(accel {kick[0].get('accel')})", fontsize=9)
+            ax.legend(fontsize=8)
+            ax.grid(True, axis="y", alpha=0.3)
+            files.append(_save(fig, outdir, _slug("kicks", test, backend) + ".png"))
+    return files

@@ -1,0 +1,363 @@
+"""report.py: rows (one per run) -> results.jsonl, results.csv,
+summary.csv and report.md.
+
+A row is a flat dict; the report only reads these keys, so anything that
+produces them -- this appliance, or later a stock Linux guest running the
+same peers -- becomes one more column without a change here:
+
+  column            table column (a variant name, or e.g. "linux")
+  test, backend     table group
+  req resp instances burst msg size   test parameters (TESTS[test]["row"]
+                    picks the table row, the others form the group)
+  status            ok | error | skipped  (only ok rows are counted)
+  tps mbps lat_*_ns kicks_per_txn reclaims_per_txn   guest/peer figures
+  host_cpu_pct qemu_cpu_pct backend_cpu_pct peer_cpu_pct  (% of one CPU)
+  tps_per_cpu mbps_per_cpu   throughput per fully busy host CPU
+  qemu_cpus backend_cpus peer_cpus   placement strings "cpu:share,..."
+  accel             accelerator that ran
+
+Tables follow the 2011 thread: rows = instances (RR) or message sizes
+(STREAM/MAERTS), columns = variants; each cell is the median with min-max
+over the repetitions and the coefficient of variation; the % change of the
+medians vs the baseline column is marked n.s. when the min-max ranges
+overlap, ? with fewer than two repetitions (stats.py).
+"""
+
+import csv
+import json
+import os
+
+import stats
+from matrix import TESTS
+
+PARAMS = ("req", "resp", "instances", "burst", "msg", "size", "seconds")
+
+# Leading CSV columns, in this order; any other keys follow sorted.
+CSV_FIRST = (
+    "run", "rep", "column", "guest", "variant", "variant_vars", "test", "backend", "accel",
+    *PARAMS, "status", "error",
+    "transactions", "tps", "mbps", "lat_mean_ns", "lat_p50_ns", "lat_p90_ns", "lat_p99_ns",
+    "lat_p999_ns", "lat_max_ns", "host_cpu_pct", "qemu_cpu_pct", "backend_cpu_pct", "peer_cpu_pct",
+    "tps_per_cpu", "mbps_per_cpu", "qemu_cpus", "backend_cpus", "peer_cpus",
+    "tx_frames", "rx_frames", "kicks", "kicks_suppressed", "reclaim_calls", "reclaimed",
+    "ring_full", "lwip_drops", "kicks_per_txn", "reclaims_per_txn",
+)
+
+METRIC_LABEL = {
+    "tps": "transactions/s",
+    "mbps": "Mbit/s",
+    "lat_p50_ns": "round-trip p50 (us)",
+}
+
+
+def write_jsonl(path, rows):
+    with open(path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r, sort_keys=True) + "\n")
+
+
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def _csv_value(v):
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, sort_keys=True)
+    return "" if v is None else v
+
+
+def write_csv(path, rows):
+    keys = [k for k in CSV_FIRST]
+    extra = sorted({k for r in rows for k in r} - set(keys))
+    keys += extra
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(keys)
+        for r in rows:
+            w.writerow([_csv_value(r.get(k)) for k in keys])
+
+
+# ---- grouping ----
+
+def group_key(row):
+    """(test, backend, other parameters) of a row: one table."""
+    row_dim = TESTS[row["test"]]["row"]
+    rest = tuple((p, row.get(p)) for p in PARAMS if p not in (row_dim, "seconds") and row.get(p) is not None)
+    return (row["test"], row["backend"], rest)
+
+
+def groups(rows, columns):
+    """{group key: {row value: {column: [rows]}}}, columns in given order
+    first, then any further columns the rows bring (e.g. another guest)."""
+    out = {}
+    cols = list(columns)
+    for r in rows:
+        if r.get("status") != "ok":
+            continue
+        if r["column"] not in cols:
+            cols.append(r["column"])
+        g = out.setdefault(group_key(r), {})
+        g.setdefault(r.get(TESTS[r["test"]]["row"]), {}).setdefault(r["column"], []).append(r)
+    return out, cols
+
+
+def cell(rows, key):
+    return stats.Cell([r.get(key) for r in rows if isinstance(r.get(key), (int, float))])
+
+
+def summarise(rows, columns, baseline):
+    """One record per (group, row value, column): what the tables show,
+    also written to summary.csv."""
+    gs, cols = groups(rows, columns)
+    out = []
+    for gk, table in gs.items():
+        test = gk[0]
+        metric = TESTS[test]["metric"]
+        per_cpu_key = {"tps": "tps_per_cpu", "mbps": "mbps_per_cpu"}.get(metric)
+        for rv in sorted(table, key=lambda x: (x is None, x)):
+            base_rows = table[rv].get(baseline, [])
+            bm, bp = cell(base_rows, metric), cell(base_rows, per_cpu_key) if per_cpu_key else None
+            for c in cols:
+                rs = table[rv].get(c)
+                if not rs:
+                    continue
+                m = cell(rs, metric)
+                rec = {
+                    "test": test,
+                    "backend": gk[1],
+                    **dict(gk[2]),
+                    TESTS[test]["row"]: rv,
+                    "column": c,
+                    "n": m.n,
+                    "metric": metric,
+                    "median": m.median,
+                    "min": m.min,
+                    "max": m.max,
+                    "cv": m.cv,
+                    "pct_vs_base": None if c == baseline else stats.pct_change(m, bm),
+                    "significance": "" if c == baseline else stats.significance(m, bm),
+                    "host_cpu_pct": cell(rs, "host_cpu_pct").median,
+                    "qemu_cpu_pct": cell(rs, "qemu_cpu_pct").median,
+                    "backend_cpu_pct": cell(rs, "backend_cpu_pct").median,
+                    "peer_cpu_pct": cell(rs, "peer_cpu_pct").median,
+                    "accel": ",".join(sorted({str(r.get("accel")) for r in rs})),
+                }
+                if per_cpu_key:
+                    p = cell(rs, per_cpu_key)
+                    rec.update(
+                        per_cpu=p.median,
+                        per_cpu_min=p.min,
+                        per_cpu_max=p.max,
+                        per_cpu_pct_vs_base=None if c == baseline else stats.pct_change(p, bp),
+                        per_cpu_significance="" if c == baseline else stats.significance(p, bp),
+                    )
+                for k in ("lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns", "kicks_per_txn", "reclaims_per_txn",
+                          "peer_lat_p50_ns", "peer_lat_p99_ns", "peer_mbps", "peer_tps"):
+                    rec[k] = cell(rs, k).median
+                out.append(rec)
+    return out, cols
+
+
+def write_summary_csv(path, records):
+    keys = []
+    for r in records:
+        for k in r:
+            if k not in keys:
+                keys.append(k)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        for r in records:
+            w.writerow({k: _csv_value(r.get(k)) for k in keys})
+
+
+# ---- markdown ----
+
+def fmt_num(v, metric=None):
+    if v is None:
+        return "-"
+    if metric and metric.endswith("_ns"):
+        return f"{v / 1000:,.1f}"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    if abs(v) >= 10:
+        return f"{v:,.1f}"
+    return f"{v:,.2f}"
+
+
+def fmt_change(pct, sig):
+    if pct is None:
+        return ""
+    mark = {"sig": "", "n.s.": " n.s.", "?": " ?"}.get(sig, "")
+    return f"{pct:+.1f}%{mark}"
+
+
+def group_title(gk):
+    test, backend, rest = gk
+    parts = []
+    d = dict(rest)
+    if "req" in d:
+        parts.append(f"{d['req']}/{d['resp']} bytes")
+    if d.get("burst", 1) > 1:
+        parts.append(f"burst {d['burst']}")
+    if "instances" in d:
+        parts.append(f"{d['instances']} instance{'s' if d['instances'] > 1 else ''}")
+    return f"{test}{' ' + ', '.join(parts) if parts else ''} -- backend {backend}"
+
+
+def _table(title, row_name, row_values, cols, fmt_cell, note=""):
+    lines = [f"**{title}**" + (f" ({note})" if note else ""), ""]
+    lines.append("| " + " | ".join([row_name] + cols) + " |")
+    lines.append("|" + "---|" * (len(cols) + 1))
+    for rv in row_values:
+        lines.append("| " + " | ".join([str(rv)] + [fmt_cell(rv, c) for c in cols]) + " |")
+    lines.append("")
+    return lines
+
+
+def markdown(records, cols, baseline, meta, plots=()):
+    """The report: header (what ran where), one section per group."""
+    L = [f"# vnetlab benchmark {meta.get('started', '')}", ""]
+    L.append(f"- command: `{meta.get('command', '')}`")
+    L.append(f"- host: {meta.get('host_cpu_model', '?')}, {meta.get('host_ncpu', '?')} CPUs, kernel {meta.get('host_kernel', '?')}; {meta.get('qemu_version', '')}")
+    L.append(f"- accelerator: {meta.get('accel', '?')} (every row names its own; TCG latencies are not KVM latencies)")
+    L.append(f"- repetitions: {meta.get('repetitions')}, {meta.get('seconds')} s measured per run, baseline column: **{baseline}**")
+    if meta.get("variants"):
+        L.append("- variants: " + "; ".join(f"`{k}` = {v or '(defaults)'}" for k, v in meta["variants"].items()))
+    L.append(f"- runs: {meta.get('runs_ok', 0)} ok, {meta.get('runs_error', 0)} failed, {meta.get('runs_skipped', 0)} skipped")
+    L += [
+        "",
+        "Cells: median (min-max) over repetitions, then cv = coefficient of variation. "
+        "% change is of the medians vs the baseline; `n.s.` = the min-max ranges overlap "
+        "(not significant), `?` = fewer than 2 repetitions. CPU figures are % of one host CPU "
+        "over the measured interval, from /proc; host = all CPUs busy time (so up to "
+        f"{100 * int(meta.get('host_ncpu') or 1)}%); per CPU = throughput / (host CPU % / 100).",
+        "",
+    ]
+    for note in meta.get("notes", []):
+        L.append(f"> {note}")
+    if meta.get("notes"):
+        L.append("")
+
+    by_group = {}
+    for r in records:
+        gk = (r["test"], r["backend"], tuple((p, r[p]) for p in PARAMS if p in r and p != TESTS[r["test"]]["row"]))
+        by_group.setdefault(gk, []).append(r)
+    for gk, recs in by_group.items():
+        test = gk[0]
+        info = TESTS[test]
+        row_dim = info["row"]
+        metric = info["metric"]
+        idx = {(r[row_dim], r["column"]): r for r in recs}
+        row_values = sorted({r[row_dim] for r in recs})
+        gcols = [c for c in cols if any(r["column"] == c for r in recs)]
+        accels = ",".join(sorted({a for r in recs for a in r["accel"].split(",")}))
+        L.append(f"## {group_title((test, gk[1], tuple(x for x in gk[2] if x[0] != 'seconds')))} (accel {accels})")
+        L.append("")
+        row_name = {"instances": "Instances", "msg": "Message size", "size": "Payload bytes"}[row_dim]
+
+        def main_cell(rv, c):
+            r = idx.get((rv, c))
+            if not r:
+                return "-"
+            s = f"{fmt_num(r['median'], metric)} ({fmt_num(r['min'], metric)}-{fmt_num(r['max'], metric)})"
+            if r["cv"] is not None:
+                s += f" cv {100 * r['cv']:.1f}%"
+            ch = fmt_change(r["pct_vs_base"], r["significance"])
+            return s + (f" **{ch}**" if ch else "")
+
+        L += _table(METRIC_LABEL.get(metric, metric), row_name, row_values, gcols, main_cell,
+                    "lower is better" if not info["up"] else "")
+
+        if metric in ("tps", "mbps"):
+            unit = "trans/s" if metric == "tps" else "Mbit/s"
+
+            def cpu_cell(rv, c):
+                r = idx.get((rv, c))
+                if not r or r.get("per_cpu") is None:
+                    return "-" if not r else f"host {fmt_num(r['host_cpu_pct'])}%"
+                s = f"host {fmt_num(r['host_cpu_pct'])}% -> {fmt_num(r['per_cpu'])} {unit}/CPU"
+                ch = fmt_change(r.get("per_cpu_pct_vs_base"), r.get("per_cpu_significance"))
+                return s + (f" **{ch}**" if ch else "")
+
+            L += _table(f"host CPU % and {unit} per host CPU", row_name, row_values, gcols, cpu_cell)
+
+        def proc_cell(rv, c):
+            r = idx.get((rv, c))
+            if not r:
+                return "-"
+            parts = []
+            for who in ("qemu", "backend", "peer"):
+                v = r.get(f"{who}_cpu_pct")
+                if v is not None:
+                    parts.append(f"{who} {fmt_num(v)}%")
+            return ", ".join(parts) or "-"
+
+        L += _table("process CPU % (of one CPU)", row_name, row_values, gcols, proc_cell)
+
+        if any(r.get("lat_p50_ns") is not None for r in recs):
+
+            def lat_cell(rv, c):
+                r = idx.get((rv, c))
+                if not r or r.get("lat_p50_ns") is None:
+                    return "-"
+                return " / ".join(fmt_num(r.get(k), "x_ns") for k in ("lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns"))
+
+            L += _table("latency p50 / p90 / p99 / p99.9 (us, medians)", row_name, row_values, gcols, lat_cell)
+
+        if any(r.get("peer_lat_p50_ns") is not None for r in recs):
+
+            def peer_lat_cell(rv, c):
+                r = idx.get((rv, c))
+                if not r or r.get("peer_lat_p50_ns") is None:
+                    return "-"
+                return f"{fmt_num(r['peer_lat_p50_ns'], 'x_ns')} / {fmt_num(r.get('peer_lat_p99_ns'), 'x_ns')}"
+
+            L += _table("host peer's own round trip p50 / p99 (us, sockperf --full-rtt, medians)", row_name,
+                        row_values, gcols, peer_lat_cell)
+
+        if any(r.get("kicks_per_txn") is not None for r in recs):
+
+            def drv_cell(rv, c):
+                r = idx.get((rv, c))
+                if not r or r.get("kicks_per_txn") is None:
+                    return "-"
+                return f"{fmt_num(r['kicks_per_txn'])} / {fmt_num(r.get('reclaims_per_txn'))}"
+
+            unit = {"rr": "transaction", "stream": "message (one write of msg bytes)", "ping": "ping (whole boot)"}[info["kind"]]
+            L += _table(f"driver: kicks / TX reclaim calls per {unit} (medians)", row_name, row_values, gcols, drv_cell)
+
+    if meta.get("placement"):
+        L += ["## Where the processes ran", "", "Share of each process's CPU time per host CPU (from field 39 of /proc/PID/task/*/stat, weighted by thread CPU time), per run:", ""]
+        L += ["| run | column | test | backend | qemu | qemu threads (CPU mostly on) | backend process | peer |",
+              "|---|---|---|---|---|---|---|---|"]
+        for p in meta["placement"]:
+            threads = ", ".join(f"{t}@{c}" for t, c in (p.get("qemu_threads") or {}).items())
+            L.append(f"| {p['run']} | {p['column']} | {p['label']} | {p.get('backend', '')} | {p.get('qemu_cpus') or '-'} | "
+                     f"{threads or '-'} | {p.get('backend_cpus') or '-'} | {p.get('peer_cpus') or '-'} |")
+        L.append("")
+
+    if meta.get("failures"):
+        L += ["## Failed and skipped runs", ""]
+        for f in meta["failures"]:
+            L.append(f"- {f}")
+        L.append("")
+
+    if plots:
+        L += ["## Plots", ""]
+        for p in plots:
+            L.append(f"![{os.path.splitext(p)[0]}]({p})")
+        L.append("")
+    return "\n".join(L)
+
+
+def write_all(outdir, rows, columns, baseline, meta, plots=()):
+    """Write every file of a results folder; returns the summary records."""
+    write_jsonl(os.path.join(outdir, "results.jsonl"), rows)
+    write_csv(os.path.join(outdir, "results.csv"), rows)
+    records, cols = summarise(rows, columns, baseline)
+    write_summary_csv(os.path.join(outdir, "summary.csv"), records)
+    with open(os.path.join(outdir, "report.md"), "w") as f:
+        f.write(markdown(records, cols, baseline, meta, plots))
+    return records, cols

@@ -1,0 +1,147 @@
+# mk/variants.mk: the virtio-net driver's compile-time policies
+# (drivers/virtio/vnet_policy.h, which holds the defaults and rejects
+# illegal combinations) as make variables, and the targets that build and
+# test every combination. Included by the top-level Makefile after
+# COMMON_OBJS and PVH_OBJS are defined.
+#
+#   make TX_RECLAIM=after TX_KICK=burst ...   the whole appliance in one variant
+#     TX_RECLAIM=before|after|v1|v2|lazy|poll   TX_KICK=every|burst|deferred|timer
+#     EVENT_IDX=0|1   AVAIL_PUBLISH=eager|batched   TXHDR=inline|chain   ZEROCOPY=0|1
+#     RECLAIM_K=N  LAZY_THRESH=N  KICK_BURST_MAX=N  KICK_TIMER_US=N  QUEUE_MAX=N
+#     MRG_RXBUF=0|1  CSUM=0|1  NOTIFICATION_DATA=0|1
+#     (unset variables keep the header's defaults; changing them rebuilds
+#     the driver objects, see VARIANT_STAMP)
+#   make variants   every legal TX_RECLAIM x TX_KICK x EVENT_IDX x AVAIL_PUBLISH
+#                   x TXHDR x ZEROCOPY combination compiled (-Werror), and a
+#                   representative set linked into $(O)/v/<name>/vnetlab.elf
+#   make unit       host unit tests (tests/unit/unit.mk)
+#
+# A variant's name spells its choices in that order, plus optional extras:
+#   before-every-ei1-eager-inline-zc1[-csum][-mrg][-nd]
+
+VARIANT_RECLAIMS := before after v1 v2 lazy poll
+VARIANT_KICKS    := every burst deferred timer
+VARIANT_UC_before := BEFORE
+VARIANT_UC_after := AFTER
+VARIANT_UC_v1 := V1
+VARIANT_UC_v2 := V2
+VARIANT_UC_lazy := LAZY
+VARIANT_UC_poll := POLL
+VARIANT_UC_every := EVERY
+VARIANT_UC_burst := BURST
+VARIANT_UC_deferred := DEFERRED
+VARIANT_UC_timer := TIMER
+
+variant_pick = $(if $(filter $(2),$(3)),$(2),$(error $(1)=$(2): expected one of $(3)))
+variant_01 = $(if $(filter 0 1,$(2)),$(2),$(error $(1)=$(2): expected 0 or 1))
+
+# ---- one variant of the whole appliance, from command-line variables ----
+VARIANT_CFLAGS :=
+ifdef TX_RECLAIM
+VARIANT_CFLAGS += -DVNET_TX_RECLAIM=VNET_RECLAIM_$(VARIANT_UC_$(call variant_pick,TX_RECLAIM,$(TX_RECLAIM),$(VARIANT_RECLAIMS)))
+endif
+ifdef TX_KICK
+VARIANT_CFLAGS += -DVNET_TX_KICK=VNET_KICK_$(VARIANT_UC_$(call variant_pick,TX_KICK,$(TX_KICK),$(VARIANT_KICKS)))
+endif
+ifdef EVENT_IDX
+VARIANT_CFLAGS += -DVNET_EVENT_IDX=$(call variant_01,EVENT_IDX,$(EVENT_IDX))
+endif
+ifdef AVAIL_PUBLISH
+VARIANT_CFLAGS += -DVNET_AVAIL_BATCHED=$(if $(filter batched,$(call variant_pick,AVAIL_PUBLISH,$(AVAIL_PUBLISH),eager batched)),1,0)
+endif
+ifdef TXHDR
+VARIANT_CFLAGS += -DVNET_TXHDR_INLINE=$(if $(filter inline,$(call variant_pick,TXHDR,$(TXHDR),inline chain)),1,0)
+endif
+ifdef ZEROCOPY
+VARIANT_CFLAGS += -DVNET_ZEROCOPY=$(call variant_01,ZEROCOPY,$(ZEROCOPY))
+endif
+ifdef MRG_RXBUF
+VARIANT_CFLAGS += -DVNET_MRG_RXBUF=$(call variant_01,MRG_RXBUF,$(MRG_RXBUF))
+endif
+ifdef CSUM
+VARIANT_CFLAGS += -DVNET_CSUM=$(call variant_01,CSUM,$(CSUM))
+endif
+ifdef NOTIFICATION_DATA
+VARIANT_CFLAGS += -DVNET_NOTIFICATION_DATA=$(call variant_01,NOTIFICATION_DATA,$(NOTIFICATION_DATA))
+endif
+# Numbers: range-checked by vnet_policy.h's #errors.
+VARIANT_CFLAGS += $(if $(RECLAIM_K),-DVNET_RECLAIM_K=$(RECLAIM_K)) \
+	$(if $(LAZY_THRESH),-DVNET_LAZY_THRESH=$(LAZY_THRESH)) \
+	$(if $(KICK_BURST_MAX),-DVNET_KICK_BURST_MAX=$(KICK_BURST_MAX)) \
+	$(if $(KICK_TIMER_US),-DVNET_KICK_TIMER_US=$(KICK_TIMER_US)) \
+	$(if $(QUEUE_MAX),-DVIRTQ_MAX_SIZE=$(QUEUE_MAX))
+VARIANT_CFLAGS := $(strip $(VARIANT_CFLAGS))
+CFLAGS += $(VARIANT_CFLAGS)
+
+# Objects do not record the flags they were built with: a stamp holding the
+# policy flags, rewritten only when they change, makes the driver objects
+# (the only ones that read vnet_policy.h) rebuild when the variant changes.
+VARIANT_STAMP := $(O)/policy.cflags
+VARIANT_STAMP_TEXT := $(strip $(VARIANT_CFLAGS) $(POLICY_CFLAGS))
+$(shell mkdir -p $(O) && (printf '%s\n' '$(VARIANT_STAMP_TEXT)' | cmp -s - $(VARIANT_STAMP) || \
+	printf '%s\n' '$(VARIANT_STAMP_TEXT)' > $(VARIANT_STAMP)))
+$(call obj,$(DRIVER_SRCS)): $(VARIANT_STAMP)
+
+# ---- every combination ----
+variant_word = $(word $(2),$(subst -, ,$(1)))
+variant_flags = -DVNET_TX_RECLAIM=VNET_RECLAIM_$(VARIANT_UC_$(call variant_word,$(1),1)) \
+	-DVNET_TX_KICK=VNET_KICK_$(VARIANT_UC_$(call variant_word,$(1),2)) \
+	-DVNET_EVENT_IDX=$(patsubst ei%,%,$(call variant_word,$(1),3)) \
+	-DVNET_AVAIL_BATCHED=$(if $(filter batched,$(call variant_word,$(1),4)),1,0) \
+	-DVNET_TXHDR_INLINE=$(if $(filter inline,$(call variant_word,$(1),5)),1,0) \
+	-DVNET_ZEROCOPY=$(patsubst zc%,%,$(call variant_word,$(1),6)) \
+	$(if $(filter csum,$(subst -, ,$(1))),-DVNET_CSUM=1) \
+	$(if $(filter mrg,$(subst -, ,$(1))),-DVNET_MRG_RXBUF=1) \
+	$(if $(filter nd,$(subst -, ,$(1))),-DVNET_NOTIFICATION_DATA=1)
+
+VARIANT_CROSS := $(foreach r,$(VARIANT_RECLAIMS),$(foreach k,$(VARIANT_KICKS),$(foreach e,0 1,\
+	$(foreach a,eager batched,$(foreach h,inline chain,$(foreach z,0 1,\
+	$(r)-$(k)-ei$(e)-$(a)-$(h)-zc$(z)))))))
+# kick=every with avail=batched is rejected by vnet_policy.h (#error).
+VARIANT_LEGAL := $(foreach v,$(VARIANT_CROSS),$(if $(and $(findstring -every-,$(v)),$(findstring -batched-,$(v))),,$(v))) \
+	before-every-ei1-eager-inline-zc1-csum-mrg-nd poll-burst-ei0-batched-chain-zc0-csum-mrg-nd
+# Linked and booted (tests/cases/test_driver.py): each TX_RECLAIM, each
+# TX_KICK, EVENT_IDX both ways, and both values of the other three.
+VARIANT_LINKED := before-every-ei1-eager-inline-zc1 after-burst-ei0-batched-chain-zc1 \
+	v1-deferred-ei1-batched-inline-zc0 v2-every-ei0-eager-chain-zc0 \
+	lazy-timer-ei1-eager-inline-zc1 poll-deferred-ei0-eager-inline-zc1
+
+VARIANT_DIR := $(O)/v
+# virtq.c and virtio_pci.c read no policy (only VIRTQ_MAX_SIZE): the main
+# build compiles them; these three are compiled once per variant.
+VARIANT_SRCS := drivers/virtio/vnet.c drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c
+variant_objs = $(patsubst drivers/virtio/%.c,$(VARIANT_DIR)/$(1)/%.o,$(VARIANT_SRCS))
+# A linked variant gets all its driver objects, so nothing of the main
+# build's variant (e.g. QUEUE_MAX) leaks in.
+variant_all_objs = $(patsubst drivers/virtio/%.c,$(VARIANT_DIR)/$(1)/%.o,$(DRIVER_SRCS))
+
+define VARIANT_RULES
+$(VARIANT_DIR)/$(1)/%.o: drivers/virtio/%.c | $(DEPS_STAMP)
+	@mkdir -p $$(@D)
+	@$(CC) $(CFLAGS_BASE) $(call variant_flags,$(1)) -c $$< -o $$@ || \
+		{ echo "variants: $(1) does not build"; exit 1; }
+endef
+$(foreach v,$(VARIANT_LEGAL),$(eval $(call VARIANT_RULES,$(v))))
+
+# Linked like $(O)/vnetlab.elf in the Makefile (keep the two link lines
+# the same), with this variant's driver objects.
+VARIANT_BASE_OBJS := $(PVH_OBJS) $(filter-out $(call obj,$(DRIVER_SRCS)),$(COMMON_OBJS))
+define VARIANT_LINK_RULE
+$(VARIANT_DIR)/$(1)/vnetlab.elf: $(VARIANT_BASE_OBJS) $(call variant_all_objs,$(1)) linker/pvh.ld
+	@echo "  LD      $$@"
+	@$(CC) -nostdlib -static -no-pie -Wl,-T,linker/pvh.ld -Wl,--no-dynamic-linker -Wl,--build-id=none \
+		-Wl,-z,noexecstack -Wl,--no-warn-rwx-segments $(LDPRINTF) \
+		-o $$@ $$(filter %.o,$$^) $(LIBS)
+endef
+$(foreach v,$(VARIANT_LINKED),$(eval $(call VARIANT_LINK_RULE,$(v))))
+
+.PHONY: variants variants-compile variants-link
+variants: variants-compile variants-link
+variants-compile: $(foreach v,$(VARIANT_LEGAL),$(call variant_objs,$(v)))
+	@echo "variants: $(words $(VARIANT_LEGAL)) driver variants compiled warning-free"
+variants-link: $(foreach v,$(VARIANT_LINKED),$(VARIANT_DIR)/$(v)/vnetlab.elf)
+	@echo "variants: linked $(VARIANT_LINKED)"
+
+-include $(wildcard $(VARIANT_DIR)/*/*.d)
+
+include tests/unit/unit.mk

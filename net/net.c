@@ -1,0 +1,181 @@
+/*
+ * net.c: bring the network up and run lwIP's NO_SYS main loop
+ * (doc/NO_SYS_SampleCode.c): poll the device, feed lwIP, run its timers,
+ * run the application, end the burst.
+ *
+ * Keys: ip=dhcp|A.B.C.D/PREFIX (default dhcp), gw=A.B.C.D,
+ *       net.dhcp_timeout=SECONDS (default 10), backend=LABEL (for RESULT lines).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "drivers/virtio/vnet.h"
+#include "kernel/kernel.h"
+#include "lwip/dhcp.h"
+#include "lwip/init.h"
+#include "lwip/stats.h"
+#include "lwip/timeouts.h"
+#include "net/net.h"
+#include "netif/ethernet.h"
+
+static struct netif netif;
+static struct vnet *vn;
+static const char *ip_arg, *gw_arg, *backend;
+static uint64_t dhcp_timeout_s;
+static bool use_dhcp;
+static ip4_addr_t addr, mask, gw;
+
+/* "A.B.C.D/P": a malformed address is a usage error naming the key. */
+static void parse_ip(void)
+{
+	char buf[32];
+	const char *slash = strchr(ip_arg, '/');
+	size_t n = slash ? (size_t)(slash - ip_arg) : 0;
+	char *end;
+	unsigned long prefix = slash ? strtoul(slash + 1, &end, 10) : 0;
+	if (!slash || n >= sizeof(buf) || !slash[1] || *end || prefix < 1 || prefix > 30)
+		kernel_usage_error("cmdline",
+		                   "bad value '%s' for key 'ip' (expected dhcp or A.B.C.D/PREFIX)",
+		                   ip_arg);
+	memcpy(buf, ip_arg, n);
+	buf[n] = 0;
+	if (!ip4addr_aton(buf, &addr))
+		kernel_usage_error("cmdline", "bad value '%s' for key 'ip' (not an IPv4 address)",
+		                   ip_arg);
+	ip4_addr_set_u32(&mask, lwip_htonl(0xffffffffu << (32 - prefix)));
+	if (gw_arg && !ip4addr_aton(gw_arg, &gw))
+		kernel_usage_error("cmdline", "bad value '%s' for key 'gw' (not an IPv4 address)",
+		                   gw_arg);
+}
+
+void net_configure(void)
+{
+	ip_arg = cmdline_str("ip", "dhcp");
+	gw_arg = cmdline_str("gw", NULL);
+	dhcp_timeout_s = cmdline_u64("net.dhcp_timeout", 10, 1, 600);
+	/* A label only: the host says which backend it gave us, so result
+	 * lines are self-describing (the guest cannot tell tap from vhost). */
+	backend = cmdline_str("backend", "unknown");
+	use_dhcp = !strcmp(ip_arg, "dhcp");
+	if (use_dhcp && gw_arg)
+		kernel_usage_error("cmdline", "key 'gw' needs a static ip=A.B.C.D/PREFIX");
+	if (!use_dhcp)
+		parse_ip();
+}
+
+const char *net_backend(void)
+{
+	return backend;
+}
+
+struct netif *net_netif(void)
+{
+	return &netif;
+}
+
+struct vnet *net_vnet(void)
+{
+	return vn;
+}
+
+static void fail_if_device_broken(void)
+{
+	if (vnet_check(vn) < 0) {
+		vnet_print_counters(vn);
+		kernel_error("virtio-net", "%s", vnet_error(vn));
+	}
+}
+
+void net_poll(void)
+{
+	if (vnet_poll(vn) < 0)
+		fail_if_device_broken();
+	vnetif_input_all(&netif);
+	sys_check_timeouts();
+}
+
+void net_end_pass(void)
+{
+	vnet_tx_end_burst(vn);
+}
+
+int net_run(bool (*done)(void *), void *arg, uint64_t timeout_ns, void (*tick)(void *))
+{
+	uint64_t end = clock_ns() + timeout_ns;
+	for (;;) {
+		net_poll();
+		if (tick)
+			tick(arg);
+		net_end_pass();
+		if (done && done(arg))
+			return 0;
+		if (clock_ns() > end) {
+			vnet_before_wait(vn);
+			return -1;
+		}
+	}
+}
+
+static bool dhcp_bound(void *unused)
+{
+	(void)unused;
+	return dhcp_supplied_address(&netif);
+}
+
+void net_up(void)
+{
+	char err[160];
+	vn = vnet_open(err, sizeof(err));
+	if (!vn)
+		kernel_error("virtio-net", "%s", err);
+	lwip_init();
+	if (!netif_add(&netif, use_dhcp ? NULL : &addr, use_dhcp ? NULL : &mask,
+	               use_dhcp ? NULL : &gw, vn, vnetif_init, ethernet_input))
+		kernel_error("net", "netif_add failed");
+	netif_set_default(&netif);
+	netif_set_up(&netif);
+	if (vnet_link_up(vn))
+		netif_set_link_up(&netif);
+	else
+		kernel_error("net", "link is down (device STATUS says no carrier)");
+	if (use_dhcp) {
+		if (dhcp_start(&netif) != ERR_OK)
+			kernel_error("net", "dhcp_start failed");
+		if (net_run(dhcp_bound, NULL, dhcp_timeout_s * 1000000000ull, NULL) < 0)
+			kernel_error("net", "no DHCP lease within %lu s", dhcp_timeout_s);
+	}
+	const uint8_t *m = netif.hwaddr;
+	printf("net ip=%s", ip4addr_ntoa(netif_ip4_addr(&netif)));
+	printf(" mask=%s", ip4addr_ntoa(netif_ip4_netmask(&netif)));
+	printf(" gw=%s mac=%02x:%02x:%02x:%02x:%02x:%02x mtu=%u config=%s\n",
+	       ip4addr_ntoa(netif_ip4_gw(&netif)), m[0], m[1], m[2], m[3], m[4], m[5], netif.mtu,
+	       use_dhcp ? "dhcp" : "static");
+}
+
+uint64_t net_lwip_drops(void)
+{
+	return (uint64_t)lwip_stats.link.drop + lwip_stats.etharp.drop + lwip_stats.ip.drop +
+	       lwip_stats.icmp.drop + lwip_stats.udp.drop + lwip_stats.tcp.drop;
+}
+
+void net_print_counters(void)
+{
+	vnet_print_counters(vn);
+	const struct stats_mem *pool = lwip_stats.memp[MEMP_PBUF_POOL];
+	const struct stats_mem *seg = lwip_stats.memp[MEMP_TCP_SEG];
+	printf("LWIPSTATS {\"link_drop\":%u,\"link_err\":%u,\"link_memerr\":%u,\"tx_drops\":%lu,"
+	       "\"etharp_drop\":%u,\"ip_drop\":%u,\"ip_chkerr\":%u,\"ip_lenerr\":%u,"
+	       "\"icmp_drop\":%u,\"udp_drop\":%u,\"udp_chkerr\":%u,\"tcp_drop\":%u,"
+	       "\"tcp_chkerr\":%u,\"tcp_rexmit\":%u,\"mem_err\":%u,"
+	       "\"pbuf_pool_used\":%lu,\"pbuf_pool_max\":%lu,\"pbuf_pool_err\":%u,"
+	       "\"tcp_seg_max\":%lu,\"tcp_seg_err\":%u}\n",
+	       lwip_stats.link.drop, lwip_stats.link.err, lwip_stats.link.memerr, vnetif_tx_drops(),
+	       lwip_stats.etharp.drop, lwip_stats.ip.drop, lwip_stats.ip.chkerr,
+	       lwip_stats.ip.lenerr, lwip_stats.icmp.drop, lwip_stats.udp.drop,
+	       lwip_stats.udp.chkerr, lwip_stats.tcp.drop, lwip_stats.tcp.chkerr,
+	       lwip_stats.mib2.tcpretranssegs, lwip_stats.mem.err, (unsigned long)pool->used,
+	       (unsigned long)pool->max, pool->err, (unsigned long)seg->max, seg->err);
+	if (pool->err || seg->err || lwip_stats.mem.err)
+		printf("net warning: lwIP pool exhaustion (pbuf_pool_err=%u tcp_seg_err=%u "
+		       "mem_err=%u)\n",
+		       pool->err, seg->err, lwip_stats.mem.err);
+}

@@ -1,0 +1,321 @@
+"""The benchmark harness (host/bench/): statistics and report code on
+synthetic rows, refusals of bad input, and a smoke run of a real matrix
+(two variants, a short RR and a short STREAM; tap backend as root, slirp
+otherwise) whose report, CSVs, JSON lines and plots must agree with each
+other. No test here judges a speed."""
+
+import csv
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from lib import TOP, Fail, Skip
+
+BENCH = os.path.join(TOP, "host", "bench")
+VNETBENCH = os.path.join(BENCH, "vnetbench.py")
+SMOKE = os.path.join(BENCH, "matrices", "smoke.txt")
+sys.path.insert(0, BENCH)
+
+import report  # noqa: E402
+import stats  # noqa: E402
+from procs import BenchError, require_tools  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def vnetbench(args, timeout, env=None, python=None):
+    r = subprocess.run([python or sys.executable, VNETBENCH, *args], capture_output=True, text=True,
+                       timeout=timeout, env=env, cwd=TOP)
+    return r
+
+
+def approx(a, b, rel=1e-6):
+    return a is not None and b is not None and abs(a - b) <= rel * max(1.0, abs(a), abs(b))
+
+
+# ---- statistics on synthetic values ----
+
+def test_harness_cell_statistics(t):
+    c = stats.Cell([100.0, 110.0, 90.0, None])
+    if c.n != 3 or c.median != 100.0 or c.min != 90.0 or c.max != 110.0:
+        raise Fail(f"cell of 100/110/90: expected n=3 median 100 min 90 max 110, got {c.n} {c.median} {c.min} {c.max}")
+    if not approx(c.cv, 0.1):
+        raise Fail(f"cv of 90/100/110 is stdev 10 / mean 100 = 0.1, got {c.cv}")
+    if stats.Cell([5.0]).cv != 0.0 or stats.Cell([]).median is not None:
+        raise Fail("one value has cv 0; no value has no median")
+    base = stats.Cell([100.0, 104.0, 98.0])
+    far = stats.Cell([120.0, 125.0, 122.0])
+    near = stats.Cell([103.0, 106.0, 101.0])
+    one = stats.Cell([130.0])
+    for cell, want in ((far, "sig"), (near, "n.s."), (one, "?")):
+        got = stats.significance(cell, base)
+        if got != want:
+            raise Fail(f"significance of {cell.values} vs {base.values}: expected {want}, got {got}")
+    if not approx(stats.pct_change(far, base), 22.0):
+        raise Fail(f"% change of medians 122 vs 100: expected +22, got {stats.pct_change(far, base)}")
+
+
+def synthetic_rows():
+    """Two variants and a third column from another guest kind, RR at two
+    instance counts and a STREAM, three repetitions each."""
+    rows, n = [], 0
+    tps = {"base": [1000, 1040, 980], "v2": [1300, 1350, 1280], "linux": [1010, 990, 1060]}
+    for col in ("base", "v2", "linux"):
+        for inst, scale in ((1, 1), (25, 5)):
+            for rep, v in enumerate(tps[col]):
+                rows.append(dict(run=n, rep=rep, column=col, guest="linux" if col == "linux" else "vnetlab",
+                                 variant=col, test="tcp_rr", backend="tap", accel="tcg", req=256, resp=256,
+                                 instances=inst, burst=1, seconds=5, status="ok", tps=float(v * scale),
+                                 lat_p50_ns=40000 + rep, lat_p90_ns=50000, lat_p99_ns=80000, lat_p999_ns=90000,
+                                 host_cpu_pct=150.0, qemu_cpu_pct=100.0, peer_cpu_pct=20.0,
+                                 tps_per_cpu=float(v * scale) / 1.5, kicks_per_txn=1.0, reclaims_per_txn=1.0))
+                n += 1
+        for rep, v in enumerate((200.0, 210.0, 190.0)):
+            rows.append(dict(run=n, rep=rep, column=col, guest="vnetlab", variant=col, test="tcp_stream",
+                             backend="tap", accel="tcg", msg=4096, instances=1, seconds=5, status="ok",
+                             mbps=v, host_cpu_pct=100.0, mbps_per_cpu=v, kicks_per_txn=2.0))
+            n += 1
+    rows.append(dict(run=n, rep=0, column="v2", guest="vnetlab", variant="v2", test="tcp_rr", backend="tap",
+                     req=256, resp=256, instances=1, burst=1, seconds=5, status="error", error="guest ERROR"))
+    return rows
+
+
+def test_harness_report_on_synthetic_rows(t):
+    rows = synthetic_rows()
+    recs, cols = report.summarise(rows, ["base", "v2"], "base")
+    if cols != ["base", "v2", "linux"]:
+        raise Fail(f"a column from another guest must be appended after the variants, got {cols}")
+    rec = {(r["test"], r.get("instances"), r.get("msg"), r["column"]): r for r in recs}
+    v2 = rec[("tcp_rr", 1, None, "v2")]
+    if v2["n"] != 3 or v2["median"] != 1300.0 or v2["min"] != 1280.0 or v2["max"] != 1350.0:
+        raise Fail(f"v2 x1 cell: expected 3 ok runs, median 1300 (1280-1350) -- the error row excluded; got {v2}")
+    if v2["significance"] != "sig" or not approx(v2["pct_vs_base"], 30.0):
+        raise Fail(f"v2 vs base: expected +30% significant, got {v2['pct_vs_base']} {v2['significance']}")
+    lin = rec[("tcp_rr", 25, None, "linux")]
+    if lin["significance"] != "n.s." or lin["median"] != 5050.0:
+        raise Fail(f"linux x25 overlaps base: expected median 5050 n.s., got {lin['median']} {lin['significance']}")
+    base = rec[("tcp_rr", 1, None, "base")]
+    if base["pct_vs_base"] is not None or base["significance"] != "":
+        raise Fail(f"the baseline cell compares with nothing, got {base}")
+    if not approx(rec[("tcp_stream", 1, 4096, "v2")]["cv"], statistics.stdev([200, 210, 190]) / 200):
+        raise Fail("stream cell cv is not stdev/mean of its repetitions")
+
+    with tempfile.TemporaryDirectory() as d:
+        report.write_all(d, rows, ["base", "v2"], "base", {"started": "synthetic", "host_ncpu": 2})
+        md = open(os.path.join(d, "report.md")).read()
+        for want in ("| Instances | base | v2 | linux |", "1,300 (1,280-1,350) cv", "**+30.0%**",
+                     "+1.0% n.s.", "| Message size | base | v2 | linux |", "host 150% -> 867 trans/s/CPU"):
+            if want not in md:
+                raise Fail(f"report.md lacks {want!r}:\n{md[:1500]}")
+        with open(os.path.join(d, "results.csv")) as f:
+            got = list(csv.DictReader(f))
+        if len(got) != len(rows) or got[0]["column"] != "base" or float(got[0]["tps"]) != rows[0]["tps"]:
+            raise Fail(f"results.csv must hold one row per run in order: {len(got)} rows for {len(rows)}")
+        if report.read_jsonl(os.path.join(d, "results.jsonl")) != rows:
+            raise Fail("results.jsonl does not round-trip the rows")
+
+
+def test_harness_rereport_plots(t):
+    # The plots need matplotlib, which vnetbench.py finds (it re-runs
+    # itself under the system python3 if needed): regenerate a synthetic
+    # results folder through the command line.
+    with tempfile.TemporaryDirectory() as d:
+        report.write_jsonl(os.path.join(d, "results.jsonl"), synthetic_rows())
+        r = vnetbench(["--rereport", d, "--baseline", "v2"], timeout=120)
+        if r.returncode:
+            raise Fail(f"--rereport failed ({r.returncode}): {r.stderr.strip()[-800:]}")
+        pngs = sorted(f for f in os.listdir(d) if f.endswith(".png"))
+        for prefix in ("latency_", "tps_", "mbps_", "kicks_"):
+            if not any(p.startswith(prefix) for p in pngs):
+                raise Fail(f"expected a {prefix}*.png plot, got {pngs}")
+        for p in pngs:
+            with open(os.path.join(d, p), "rb") as f:
+                if f.read(8) != PNG_MAGIC:
+                    raise Fail(f"{p} is not a PNG file")
+        md = open(os.path.join(d, "report.md")).read()
+        if "baseline column: **v2**" not in md or "-23.1%" not in md:
+            raise Fail("--baseline v2: expected base's x1 cell at -23.1% vs v2 in report.md")
+        if "## Failed and skipped runs" not in md:
+            raise Fail("the failed synthetic run is not listed in report.md")
+
+
+# ---- refusals ----
+
+def expect_refusal(args, pattern, env=None, python=None):
+    r = vnetbench(args, timeout=60, env=env, python=python)
+    if r.returncode != 2 or not re.search(pattern, r.stderr):
+        raise Fail(f"vnetbench {' '.join(args)}: expected exit 2 and /{pattern}/, got {r.returncode}: "
+                   f"{(r.stderr or r.stdout).strip()[-600:]}")
+
+
+def test_harness_refuses_bad_input(t):
+    expect_refusal(["--variants", "nosuch"], r"unknown variant\(s\) nosuch: known are .*default")
+    expect_refusal(["--tests", "tcp_rr,bogus"], r"unknown test 'bogus': known are tcp_rr, udp_rr")
+    expect_refusal(["--backends", "macvtap"], r"unknown backend 'macvtap': known are tap, vhost, vhost-user, user")
+    expect_refusal(["--backends", "tap:tx=sometimes"], r"tx must be one of bh\|timer")
+    expect_refusal(["--rr-sizes", "1/1"], r"below 14 bytes .* sockperf")
+    expect_refusal(["--variant-def", "x=TX_BOGUS=1", "--variants", "x"], r"unknown make variable TX_BOGUS")
+    expect_refusal(["--matrix", "/nonexistent.txt"], r"cannot read matrix file")
+    try:
+        require_tools(["vnetbench-no-such-tool", "sockperf"])
+    except BenchError as e:
+        if "vnetbench-no-such-tool" not in str(e) or "apt-get install" not in str(e):
+            raise Fail(f"missing tool message must name the tool and the install command: {e}")
+    else:
+        raise Fail("require_tools accepted a tool that does not exist")
+    # A host peer missing from PATH: named with its Debian package.
+    with tempfile.TemporaryDirectory() as d:
+        for tool in ("ip", "taskset", "unshare"):
+            src = subprocess.run(["bash", "-c", f"command -v {tool}"], capture_output=True, text=True).stdout.strip()
+            if src:
+                os.symlink(src, os.path.join(d, tool))
+        env = dict(os.environ, PATH=d)
+        expect_refusal(["--backends", "user", "--tests", "tcp_rr"], r"sockperf.*Debian package\(s\) sockperf",
+                       env=env, python="/usr/bin/python3")
+
+
+def test_harness_refuses_namespace_backends_without_root(t):
+    if os.geteuid() != 0:
+        expect_refusal(["--backends", "tap"], r"backend tap needs root")
+        return
+    if not os.path.exists("/usr/bin/setpriv"):
+        raise Skip("setpriv (util-linux) missing: cannot drop root to check the refusal")
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", VNETBENCH,
+                        "--backends", "vhost-user", "--tests", "tcp_rr"],
+                       capture_output=True, text=True, timeout=60, cwd="/")
+    if r.returncode != 2 or "backend vhost-user needs root" not in r.stderr or "--backends user" not in r.stderr:
+        raise Fail(f"as nobody, expected the vhost-user backend refused with the fix named, got {r.returncode}: {r.stderr.strip()[-400:]}")
+
+
+# ---- a real matrix ----
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def leftover_namespaces(pid):
+    r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30)
+    return [l for l in r.stdout.splitlines() if l.startswith(f"vnetbench-{pid}-")]
+
+
+def test_harness_smoke(t):
+    backend = "tap" if os.geteuid() == 0 else "user"
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "res")
+        p = subprocess.Popen([sys.executable, VNETBENCH, "--matrix", SMOKE, "--backends", backend, "--out", out],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=TOP)
+        try:
+            text, _ = p.communicate(timeout=400)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise Fail("vnetbench smoke did not finish within 400s")
+        if p.returncode:
+            raise Fail(f"vnetbench smoke exited {p.returncode}:\n{text[-3000:]}")
+        progress = [l for l in text.splitlines() if re.match(r"\[\s*\d+/8\] ", l)]
+        if len(progress) != 8 or not all(re.search(r"~\d+m\d\ds left$", l) for l in progress):
+            raise Fail(f"expected 8 progress lines ending with the time left:\n{text[-2000:]}")
+
+        rows = report.read_jsonl(os.path.join(out, "results.jsonl"))
+        bad = [r for r in rows if r["status"] != "ok"]
+        if len(rows) != 8 or bad:
+            raise Fail(f"expected 8 ok runs (2 variants x 2 tests x 2 repetitions), got {len(rows)}, failed: "
+                       f"{[(r['run'], r['error']) for r in bad]}")
+        for r in rows:
+            m = r["tps"] if r["test"] == "tcp_rr" else r["mbps"]
+            if not m or m <= 0:
+                raise Fail(f"run {r['run']} ({r['test']} {r['column']}): throughput must be positive, row {r}")
+            if r.get("host_cpu_pct") is None or r.get("qemu_cpu_pct") is None or not r.get("qemu_cpus"):
+                raise Fail(f"run {r['run']}: host/QEMU CPU figures or placement missing: {r}")
+            if r["accel"] not in ("tcg", "kvm") or r["guest_backend"] != backend:
+                raise Fail(f"run {r['run']}: accel {r['accel']} / backend {r.get('guest_backend')} not recorded")
+            per = r.get("tps_per_cpu") if r["test"] == "tcp_rr" else r.get("mbps_per_cpu")
+            if per is None or not approx(per, m / (r["host_cpu_pct"] / 100), rel=1e-2):
+                raise Fail(f"run {r['run']}: throughput per CPU {per} is not {m} / {r['host_cpu_pct']}%")
+            if r["test"] == "tcp_rr" and not (r["lat_p50_ns"] <= r["lat_p90_ns"] <= r["lat_p99_ns"] <= r["lat_max_ns"]):
+                raise Fail(f"run {r['run']}: latency percentiles not monotone: {r}")
+        variants_seen = {r["guest_variant"] for r in rows}
+        if len(variants_seen) != 2:
+            raise Fail(f"the two variants must be two different builds, guests reported {variants_seen}")
+
+        with open(os.path.join(out, "results.csv")) as f:
+            csv_rows = list(csv.DictReader(f))
+        if [int(c["run"]) for c in csv_rows] != [r["run"] for r in rows]:
+            raise Fail("results.csv and results.jsonl list different runs")
+        for c, r in zip(csv_rows, rows):
+            key = "tps" if r["test"] == "tcp_rr" else "mbps"
+            if not approx(float(c[key]), r[key]):
+                raise Fail(f"run {r['run']}: CSV {key} {c[key]} != JSON {r[key]}")
+
+        with open(os.path.join(out, "summary.csv")) as f:
+            summary = list(csv.DictReader(f))
+        md = open(os.path.join(out, "report.md")).read()
+        if len(summary) != 4:
+            raise Fail(f"summary.csv: expected 4 cells (2 tests x 2 variants), got {len(summary)}")
+        for s in summary:
+            key = "tps" if s["test"] == "tcp_rr" else "mbps"
+            vals = [r[key] for r in rows if r["test"] == s["test"] and r["column"] == s["column"]]
+            if not approx(float(s["median"]), statistics.median(vals)):
+                raise Fail(f"summary {s['test']} {s['column']}: median {s['median']} != median of {vals}")
+            if s["column"] != "base" and s["significance"] not in ("sig", "n.s."):
+                raise Fail(f"summary {s['test']} {s['column']}: two repetitions each must give sig or n.s., got {s['significance']!r}")
+            cell = f"{report.fmt_num(float(s['median']))} ({report.fmt_num(float(s['min']))}-{report.fmt_num(float(s['max']))})"
+            if cell not in md:
+                raise Fail(f"report.md lacks the cell {cell!r} of {s['test']} {s['column']}")
+        for want in ("| Instances | base | v2 |", "| Message size | base | v2 |", "host CPU % and", "accel "):
+            if want not in md:
+                raise Fail(f"report.md lacks {want!r}")
+        pngs = [f for f in os.listdir(out) if f.endswith(".png")]
+        for prefix in ("latency_tcp_rr", "tps_tcp_rr", "mbps_tcp_stream", "kicks_tcp_rr"):
+            if not any(f.startswith(prefix) for f in pngs):
+                raise Fail(f"no {prefix}*.png among {pngs}")
+            if f"({prefix}" not in md:
+                raise Fail(f"report.md does not link the {prefix} plot")
+        if os.geteuid() == 0 and leftover_namespaces(p.pid):
+            raise Fail(f"namespaces left behind: {leftover_namespaces(p.pid)}")
+
+
+def test_harness_ctrl_c_tears_down(t):
+    if os.geteuid() != 0:
+        raise Skip("needs root for the tap backend's namespace")
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "res")
+        p = subprocess.Popen(["/usr/bin/python3", VNETBENCH, "--variants", "base", "--variant-def", "base=TX_RECLAIM=before",
+                              "--tests", "tcp_rr", "--rr-instances", "1", "--seconds", "60", "--repetitions", "1",
+                              "--backends", "tap", "--out", out],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=TOP,
+                             start_new_session=True)
+        try:
+            # Interrupt once QEMU and the peer run inside the namespace.
+            end = time.monotonic() + 120
+            qemu = []
+            while time.monotonic() < end and not qemu:
+                time.sleep(0.5)
+                ns = leftover_namespaces(p.pid)
+                if ns:
+                    r = subprocess.run(["ip", "netns", "pids", ns[0]], capture_output=True, text=True, timeout=10)
+                    qemu = [x for x in r.stdout.split() if comm(x).startswith("qemu")]
+            if not qemu:
+                raise Fail("QEMU never showed up in the harness's namespace within 120s")
+            time.sleep(1)
+            os.kill(p.pid, signal.SIGINT)
+            text, _ = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        if p.returncode != 130 or "interrupted (SIGINT)" not in text:
+            raise Fail(f"expected exit 130 with an 'interrupted' line, got {p.returncode}:\n{text[-1500:]}")
+        alive = [x for x in qemu if os.path.exists(f"/proc/{x}")]
+        if alive or leftover_namespaces(p.pid):
+            raise Fail(f"after Ctrl-C: QEMU {alive} still running or namespaces {leftover_namespaces(p.pid)} left")
+        if not os.path.exists(os.path.join(out, "report.md")):
+            raise Fail("an interrupted harness must still write report.md")

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""tests/tools/netpeer.py: host-side peers for the network tests.
+
+Runs inside the test's network namespace (ip netns exec NS python3 ...) or
+on loopback. Every socket operation has a timeout; each subcommand prints
+one JSON line with what it saw and exits non-zero on a mismatch.
+
+  tcp-integrity HOST PORT BYTES   push random bytes through an echo service,
+                                  compare SHA-256 of what comes back
+  udp-sizes HOST PORT MIN MAX     echo every datagram size MIN..MAX
+  echo-listen PORT                accept one TCP connection on 127.0.0.1,
+                                  echo until EOF, report the SHA-256 seen
+  stop HOST                       ask a serving app to stop (UDP ctl port)
+  inject IFACE GUEST_MAC GUEST_IP HOST_IP   send malformed frames
+"""
+
+import hashlib
+import json
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+CTL_PORT = 9999
+
+
+def out(**kw):
+    print(json.dumps(kw), flush=True)
+
+
+def tcp_integrity(host, port, nbytes):
+    s = socket.create_connection((host, port), timeout=10)
+    s.settimeout(60)
+    sent_hash, recv_hash = hashlib.sha256(), hashlib.sha256()
+    got = [0]
+    err = []
+
+    def reader():
+        try:
+            while got[0] < nbytes:
+                b = s.recv(1 << 16)
+                if not b:
+                    err.append("connection closed early")
+                    return
+                recv_hash.update(b)
+                got[0] += len(b)
+        except OSError as e:
+            err.append(f"recv: {e}")
+
+    th = threading.Thread(target=reader, daemon=True)
+    th.start()
+    t0 = time.monotonic()
+    left = nbytes
+    try:
+        while left > 0:
+            b = os.urandom(min(left, 1 << 16))
+            s.sendall(b)
+            sent_hash.update(b)
+            left -= len(b)
+    except OSError as e:
+        err.append(f"send: {e}")
+    th.join(120)
+    dt = time.monotonic() - t0
+    s.close()
+    ok = not err and got[0] == nbytes and sent_hash.hexdigest() == recv_hash.hexdigest()
+    out(test="tcp-integrity", ok=ok, bytes=nbytes, received=got[0], seconds=round(dt, 3),
+        mbps=round(nbytes * 8 / dt / 1e6, 1), sent_sha256=sent_hash.hexdigest(),
+        recv_sha256=recv_hash.hexdigest(), errors=err)
+    return 0 if ok else 1
+
+
+def udp_sizes(host, port, lo, hi):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(1.0)
+    bad, retries = [], 0
+    for n in range(lo, hi + 1):
+        payload = os.urandom(n)
+        for attempt in range(3):
+            s.sendto(payload, (host, port))
+            try:
+                data, _ = s.recvfrom(65536)
+            except socket.timeout:
+                retries += 1
+                continue
+            if data != payload:
+                bad.append(n)
+            break
+        else:
+            bad.append(n)
+    out(test="udp-sizes", ok=not bad, sizes=hi - lo + 1, bad=bad[:20], nbad=len(bad), retries=retries)
+    return 0 if not bad else 1
+
+
+def echo_listen(port):
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", port))
+    ls.listen(1)
+    ls.settimeout(60)
+    print("listening", flush=True)
+    c, _ = ls.accept()
+    c.settimeout(60)
+    h, n = hashlib.sha256(), 0
+    while True:
+        b = c.recv(1 << 16)
+        if not b:
+            break
+        h.update(b)
+        n += len(b)
+        c.sendall(b)
+    c.close()
+    out(test="echo-listen", bytes=n, sha256=h.hexdigest())
+    return 0
+
+
+def stop(host):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(1.0)
+    for _ in range(5):
+        s.sendto(b"stop", (host, CTL_PORT))
+        try:
+            data, _ = s.recvfrom(64)
+            if data.startswith(b"ok"):
+                out(test="stop", ok=True)
+                return 0
+        except socket.timeout:
+            pass
+    out(test="stop", ok=False)
+    return 1
+
+
+def csum(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def ipv4(src, dst, proto, payload, ttl=64, bad_csum=False, tot_len=None, ihl=5):
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0, tot_len or 20 + len(payload), 0x1234, 0, ttl,
+                      proto, 0, socket.inet_aton(src), socket.inet_aton(dst))
+    c = csum(hdr)
+    if bad_csum:
+        c ^= 0x5555
+    return hdr[:10] + struct.pack("!H", c) + hdr[12:] + payload
+
+
+def inject(iface, guest_mac, guest_ip, host_ip):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    gmac = bytes.fromhex(guest_mac.replace(":", ""))
+    hmac = bytes.fromhex(open(f"/sys/class/net/{iface}/address").read().strip().replace(":", ""))
+    eth = gmac + hmac + b"\x08\x00"
+    udp_ok = struct.pack("!HHHH", 40000, 7, 8 + 10, 0) + b"x" * 10
+    tcp_hdr = struct.pack("!HHIIBBHHH", 40001, 7, 1, 0, 5 << 4, 0x02, 8192, 0, 0)
+    frames = {
+        "runt": eth[:10],
+        "eth_only": eth,
+        "oversize": eth + b"\0" * 1600,
+        "ip_truncated": eth + ipv4(host_ip, guest_ip, 17, udp_ok)[:15],
+        "ip_bad_csum": eth + ipv4(host_ip, guest_ip, 17, udp_ok, bad_csum=True),
+        "ip_bad_len": eth + ipv4(host_ip, guest_ip, 17, udp_ok, tot_len=1400),
+        "ip_bad_ihl": eth + ipv4(host_ip, guest_ip, 17, udp_ok, ihl=3),
+        "udp_truncated": eth + ipv4(host_ip, guest_ip, 17, udp_ok[:5]),
+        "udp_bad_csum": eth + ipv4(host_ip, guest_ip, 17, udp_ok[:6] + b"\xde\xad" + udp_ok[8:]),
+        "udp_bad_len": eth + ipv4(host_ip, guest_ip, 17, struct.pack("!HHHH", 40000, 7, 900, 0) + b"y" * 10),
+        "tcp_truncated": eth + ipv4(host_ip, guest_ip, 6, tcp_hdr[:9]),
+        "tcp_bad_csum": eth + ipv4(host_ip, guest_ip, 6, tcp_hdr[:16] + b"\xbe\xef" + tcp_hdr[18:]),
+        "tcp_bad_offset": eth + ipv4(host_ip, guest_ip, 6, tcp_hdr[:12] + b"\xf0" + tcp_hdr[13:]),
+        "unknown_ethertype": gmac + hmac + b"\x88\xb5" + b"z" * 50,
+        "ip_options_garbage": eth + ipv4(host_ip, guest_ip, 17, b"\xff" * 12 + udp_ok, ihl=8),
+    }
+    sent = {}
+    for name, f in frames.items():
+        count = 0
+        for _ in range(20):
+            try:
+                s.send(f)
+                count += 1
+            except OSError:
+                pass  # the kernel refuses some (runt/oversize) on some taps
+        sent[name] = count
+    # ARP flood: requests for many addresses from many fake senders.
+    arp = 0
+    for i in range(2000):
+        smac = bytes([0x02, 0, 0, 0, i >> 8, i & 0xFF])
+        sip = socket.inet_aton(f"10.77.{(i >> 8) + 1}.{i & 0xFF}")
+        pkt = (b"\xff" * 6 + smac + b"\x08\x06" + struct.pack("!HHBBH", 1, 0x0800, 6, 4, 1) + smac + sip
+               + b"\0" * 6 + socket.inet_aton(guest_ip))
+        s.send(pkt)
+        arp += 1
+    out(test="inject", sent=sent, arp_flood=arp)
+    return 0
+
+
+def main(argv):
+    cmd = argv[1] if len(argv) > 1 else ""
+    if cmd == "tcp-integrity":
+        return tcp_integrity(argv[2], int(argv[3]), int(argv[4]))
+    if cmd == "udp-sizes":
+        return udp_sizes(argv[2], int(argv[3]), int(argv[4]), int(argv[5]))
+    if cmd == "echo-listen":
+        return echo_listen(int(argv[2]))
+    if cmd == "stop":
+        return stop(argv[2])
+    if cmd == "inject":
+        return inject(*argv[2:6])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

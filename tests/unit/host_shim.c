@@ -1,0 +1,43 @@
+/*
+ * host_shim.c: kernel.h services for the host unit tests (see host_shim.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kernel/kernel.h"
+#include "tests/unit/host_shim.h"
+
+#define SHIM_ARENA_SIZE (16u << 20)
+
+static uint8_t shim_arena[SHIM_ARENA_SIZE] __attribute__((aligned(4096)));
+static size_t shim_used;
+uint64_t shim_now_ns;
+
+void *shim_alloc(size_t size, size_t align)
+{
+	size_t off = (shim_used + align - 1) & ~(align - 1);
+
+	if (off + size > SHIM_ARENA_SIZE) {
+		fprintf(stderr, "shim: arena exhausted (%zu + %zu)\n", off, size);
+		abort();
+	}
+	shim_used = off + size;
+	memset(shim_arena + off, 0, size);
+	return shim_arena + off;
+}
+
+void shim_reset(void)
+{
+	shim_used = 0;
+	shim_now_ns = 0;
+}
+
+void *pmm_alloc(size_t size, size_t align)
+{
+	return shim_alloc(size, align);
+}
+
+uint64_t clock_ns(void)
+{
+	return shim_now_ns;
+}

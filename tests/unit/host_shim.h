@@ -1,0 +1,16 @@
+/*
+ * host_shim.h: the few kernel services the driver uses, for the host unit
+ * tests: memory from a resettable arena (physical == pointer, as in the
+ * guest) and a clock the test moves by hand.
+ */
+#ifndef VNETLAB_HOST_SHIM_H
+#define VNETLAB_HOST_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+extern uint64_t shim_now_ns;
+void *shim_alloc(size_t size, size_t align);
+void shim_reset(void);
+
+#endif

@@ -1,0 +1,367 @@
+/*
+ * sim_dev.c: the device side of a split virtqueue, for the host unit tests
+ * (see sim_dev.h for the model). Single-threaded: the "device" runs only
+ * when a doorbell (SIM_SYNC) or the test (sim_run) makes it, so every run is
+ * deterministic. It trusts nothing the driver wrote and records rule breaks
+ * in sim.driver_errors.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "tests/unit/sim_dev.h"
+
+struct sim_dev sim;
+
+void sim_driver_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	sim.driver_errors++;
+	va_start(ap, fmt);
+	vsnprintf(sim.last_error, sizeof(sim.last_error), fmt, ap);
+	va_end(ap);
+	printf("SIM: driver broke a rule: %s\n", sim.last_error);
+}
+
+void sim_reset(uint64_t offered)
+{
+	memset(&sim, 0, sizeof(sim));
+	sim.offered = offered;
+	sim.num_queues = 2;
+	sim.max_qsize = 256;
+	sim.mode = SIM_SYNC;
+	for (int i = 0; i < 2; i++)
+		sim.q[i].rng = 12345u + (uint32_t)i;
+}
+
+void sim_attach(struct sim_queue *q, const struct virtq *vq, uint16_t qidx)
+{
+	memset(q, 0, sizeof(*q));
+	q->desc = vq->desc;
+	q->avail = vq->avail;
+	q->used = vq->used;
+	q->size = vq->size;
+	q->qidx = qidx;
+	q->event_idx = vq->event_idx;
+	q->ready = true;
+	q->rng = 777u + qidx;
+}
+
+static uint16_t *sim_avail_event(const struct sim_queue *q)
+{
+	return (uint16_t *)&q->used->ring[q->size];
+}
+
+static uint16_t sim_used_event(const struct sim_queue *q)
+{
+	return q->avail->ring[q->size];
+}
+
+uint16_t sim_published(const struct sim_queue *q)
+{
+	return __atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE);
+}
+
+static uint32_t sim_rand(struct sim_queue *q)
+{
+	q->rng = q->rng * 1103515245u + 12345u;
+	return q->rng >> 8;
+}
+
+/* Walk one chain from its head, checking what 2.7.4.2 / 2.7.5 require. */
+static bool sim_walk(struct sim_queue *q, uint16_t head, struct sim_chain *c, uint8_t *frame,
+                     uint32_t *frame_len)
+{
+	uint16_t id = head;
+	bool seen_write = false;
+
+	memset(c, 0, sizeof(*c));
+	c->head = head;
+	*frame_len = 0;
+	for (;;) {
+		const struct virtq_desc *d;
+
+		if (id >= q->size) {
+			sim_driver_error("q%u: descriptor id %u out of range", q->qidx, id);
+			return false;
+		}
+		if (++c->ndesc > q->size) {
+			sim_driver_error("q%u: descriptor chain loops", q->qidx);
+			return false;
+		}
+		d = &q->desc[id];
+		if (d->len == 0)
+			sim_driver_error("q%u: zero-length descriptor %u", q->qidx, id);
+		if (c->ndesc == 1)
+			c->first_len = d->len;
+		if (d->flags & VIRTQ_DESC_F_WRITE) {
+			seen_write = true;
+			c->writable += d->len;
+			if (c->nw < SIM_WBUF_MAX) {
+				c->w[c->nw].addr = d->addr;
+				c->w[c->nw].len = d->len;
+				c->nw++;
+			}
+		} else {
+			if (seen_write)
+				sim_driver_error("q%u: readable descriptor after writable",
+				                 q->qidx);
+			if (*frame_len + d->len <= SIM_FRAME_MAX)
+				memcpy(frame + *frame_len, (const void *)(uintptr_t)d->addr,
+				       d->len);
+			*frame_len += d->len;
+			c->readable += d->len;
+		}
+		if (!(d->flags & VIRTQ_DESC_F_NEXT))
+			return true;
+		id = d->next;
+	}
+}
+
+static bool sim_in_flight(const struct sim_queue *q, uint16_t head)
+{
+	for (unsigned i = 0; i < q->npending; i++)
+		if (q->pending[i].head == head)
+			return true;
+	return false;
+}
+
+/* Read up to max new avail entries (device reads avail->idx, then the ring). */
+unsigned sim_consume(struct sim_queue *q, unsigned max)
+{
+	static uint8_t frame[SIM_FRAME_MAX];
+	unsigned n = 0;
+
+	while (n < max && q->last_avail != sim_published(q)) {
+		uint16_t pub = sim_published(q);
+		uint16_t head = q->avail->ring[q->last_avail & (q->size - 1)];
+		struct sim_chain c;
+		uint32_t flen;
+
+		if ((uint16_t)(pub - q->last_avail) > q->size) {
+			sim_driver_error("q%u: avail idx %u is %u ahead of the device", q->qidx,
+			                 pub, (uint16_t)(pub - q->last_avail));
+			return n;
+		}
+		if (q->npending >= q->size || sim_in_flight(q, head)) {
+			sim_driver_error("q%u: head %u made available while in flight", q->qidx,
+			                 head);
+			return n;
+		}
+		if (!sim_walk(q, head, &c, frame, &flen))
+			return n;
+		if (c.readable) {
+			/* A transmitted frame: 12-byte header, then the frame. */
+			if (flen < 12 || flen > SIM_FRAME_MAX) {
+				sim_driver_error("q%u: readable length %u", q->qidx, flen);
+			} else {
+				q->frames++;
+				q->bytes += flen - 12;
+				for (uint32_t i = 12; i < flen; i++)
+					q->byte_sum += frame[i];
+				memcpy(q->last, frame, flen);
+				q->last_len = flen;
+				q->last_chain = c;
+			}
+		}
+		q->pending[q->npending++] = c;
+		q->last_avail++;
+		q->consumed++;
+		n++;
+	}
+	return n;
+}
+
+static void sim_put_used(struct sim_queue *q, uint32_t id, uint32_t len)
+{
+	struct virtq_used_elem *e = &q->used->ring[q->used_idx & (q->size - 1)];
+
+	e->id = id;
+	e->len = len;
+	q->used_idx++;
+}
+
+/* An id the driver does not have in flight: a head completed before and
+ * not reused since (a double completion), else the highest idle
+ * descriptor - the last one a LIFO free list hands out again, so the
+ * driver cannot mistake it for a chain it has just added. */
+static uint16_t sim_stale_id(const struct sim_queue *q, const struct sim_chain *c)
+{
+	uint16_t id;
+
+	for (id = 0; id < q->size; id++)
+		if (q->was_head[id] && id != c->head && !sim_in_flight(q, id))
+			return id;
+	for (id = q->size; id > 0; id--)
+		if (id - 1 != c->head && !sim_in_flight(q, (uint16_t)(id - 1)))
+			break;
+	return (uint16_t)(id - 1);
+}
+
+/* A descriptor in the middle of chain c (a one-descriptor chain has none:
+ * then an idle one). */
+static uint16_t sim_second_desc(const struct sim_queue *q, const struct sim_chain *c)
+{
+	const struct virtq_desc *d = &q->desc[c->head];
+
+	return (d->flags & VIRTQ_DESC_F_NEXT) ? d->next : sim_stale_id(q, c);
+}
+
+/* Return pending chain k as one used entry (or the armed fault instead). */
+static void sim_complete_at(struct sim_queue *q, unsigned k)
+{
+	struct sim_chain c = q->pending[k];
+
+	memmove(&q->pending[k], &q->pending[k + 1], (q->npending - k - 1) * sizeof(q->pending[0]));
+	q->npending--;
+	switch (q->fault) {
+	case SIM_FAULT_ID_RANGE:
+		sim_put_used(q, q->size + 3u, c.written);
+		break;
+	case SIM_FAULT_NOT_IN_FLIGHT:
+		sim_put_used(q, sim_stale_id(q, &c), c.written);
+		break;
+	case SIM_FAULT_NOT_HEAD:
+		sim_put_used(q, sim_second_desc(q, &c), c.written);
+		break;
+	case SIM_FAULT_LEN:
+		sim_put_used(q, c.head, c.writable + 1);
+		break;
+	case SIM_FAULT_IDX_JUMP:
+		sim_put_used(q, c.head, c.written);
+		q->used_idx = (uint16_t)(q->used_idx + q->size + 1);
+		break;
+	default:
+		sim_put_used(q, c.head, c.written);
+		q->was_head[c.head] = true;
+	}
+	q->fault = SIM_FAULT_NONE;
+	q->completed++;
+}
+
+static void sim_publish_used(struct sim_queue *q, uint16_t old)
+{
+	if (q->used_idx == old)
+		return;
+	/* Device's write barrier: entries before the index (pairs with the
+	 * driver's barrier C). */
+	__atomic_store_n(&q->used->idx, q->used_idx, __ATOMIC_RELEASE);
+	/* 2.7.10: would an interrupt be sent? The driver polls and should
+	 * have suppressed it. */
+	if (q->event_idx ? virtq_need_event(sim_used_event(q), q->used_idx, old)
+	                 : !(q->avail->flags & VIRTQ_AVAIL_F_NO_INTERRUPT))
+		q->interrupts++;
+}
+
+/* Return up to max consumed chains, FIFO or reordered (2.7.8 allows any
+ * order without VIRTIO_F_IN_ORDER), published with one index update. */
+unsigned sim_complete(struct sim_queue *q, unsigned max)
+{
+	uint16_t old = q->used_idx;
+	unsigned n;
+
+	for (n = 0; n < max && q->npending; n++)
+		sim_complete_at(q, q->reorder ? sim_rand(q) % q->npending : 0);
+	sim_publish_used(q, old);
+	return n;
+}
+
+/* Done for now: re-enable notifications (QEMU virtio_queue_set_notification). */
+void sim_idle(struct sim_queue *q)
+{
+	q->busy = false;
+	q->kicked_since_idle = false;
+	if (q->event_idx)
+		*sim_avail_event(q) = q->last_avail;
+	else
+		q->used->flags = 0;
+	/* Device's full barrier between re-arming and re-reading avail->idx
+	 * (pairs with the driver's barrier B). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void sim_run(struct sim_queue *q)
+{
+	/* Bounded: each round consumes at least one entry or stops. */
+	for (int rounds = 0; rounds < 4; rounds++) {
+		sim_consume(q, q->size);
+		sim_complete(q, q->size);
+		sim_idle(q);
+		if (sim_published(q) == q->last_avail)
+			return;
+	}
+}
+
+void sim_doorbell(uint16_t qidx, uint16_t avail_idx)
+{
+	struct sim_queue *q;
+
+	if (qidx >= 2 || !sim.q[qidx].ready) {
+		sim_driver_error("doorbell for queue %u, which is not set up", qidx);
+		return;
+	}
+	q = &sim.q[qidx];
+	q->doorbells++;
+	if (!(sim.status & VIRTIO_STATUS_DRIVER_OK))
+		sim_driver_error("q%u: notification before DRIVER_OK (3.1.1)", qidx);
+	if (avail_idx != sim_published(q))
+		sim_driver_error("q%u: doorbell says avail idx %u, ring says %u", qidx, avail_idx,
+		                 sim_published(q));
+	q->kicked_since_idle = true;
+	if (qidx == 0) {
+		q->starved = false;
+		return; /* RX: buffers are taken when a frame arrives */
+	}
+	/* TX: busy until run; no more notifications wanted meanwhile. */
+	q->busy = true;
+	if (!q->event_idx)
+		q->used->flags = VIRTQ_USED_F_NO_NOTIFY;
+	if (sim.mode == SIM_SYNC)
+		sim_run(q);
+}
+
+/* Deliver one frame into the next RX buffer: false if the driver left the
+ * device without buffers (the frame is dropped, as QEMU would). */
+bool sim_rx_inject(const void *frame, uint32_t len)
+{
+	struct sim_queue *q = &sim.q[0];
+	uint8_t data[SIM_FRAME_MAX];
+	struct sim_chain *c;
+	uint32_t total = 12 + len, off = 0;
+	uint16_t old;
+
+	if (q->npending == 0 && sim_consume(q, 1) == 0) {
+		/* Out of buffers: ask to be told about new ones (QEMU
+		 * virtio_net_has_buffers() re-enables notification). */
+		sim_idle(q);
+		q->starved = true;
+		return false;
+	}
+	c = &q->pending[0];
+	if (total > c->writable || total > sizeof(data))
+		return false;
+	memset(data, 0, 12);
+	data[10] = 1; /* num_buffers = 1 */
+	memcpy(data + 12, frame, len);
+	for (unsigned i = 0; i < c->nw && off < total; i++) {
+		uint32_t part = total - off < c->w[i].len ? total - off : c->w[i].len;
+
+		memcpy((void *)(uintptr_t)c->w[i].addr, data + off, part);
+		off += part;
+	}
+	c->written = total;
+	old = q->used_idx;
+	sim_complete_at(q, 0);
+	sim_publish_used(q, old);
+	return true;
+}
+
+/* The device is waiting for a doorbell that will never come: it re-armed
+ * (TX: went idle; RX: ran out of buffers) and the driver has since made
+ * entries available without notifying. */
+bool sim_lost_wakeup(const struct sim_queue *q)
+{
+	bool waiting = q->qidx == 0 ? q->starved : !q->busy;
+
+	return waiting && !q->kicked_since_idle && sim_published(q) != q->last_avail;
+}

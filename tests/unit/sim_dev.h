@@ -1,0 +1,106 @@
+/*
+ * sim_dev.h: a simulated virtio device for the host unit tests. It plays the
+ * device side of a split ring (virtio 1.2 2.7) in the same process: consumes
+ * avail entries, produces used entries (in order, or reordered as 2.7.8
+ * allows), publishes avail_event / NO_NOTIFY like QEMU's virtio-net, counts
+ * doorbells and the interrupts it would raise, checks the driver's rings,
+ * and injects each device fault the driver must survive.
+ *
+ * Device model, per queue: idle (notifications enabled: flags 0,
+ * avail_event = next entry it will read) until a doorbell; then busy
+ * (NO_NOTIFY set, avail_event left stale) until sim_run() processes
+ * everything and re-arms. In SIM_SYNC mode the doorbell itself runs the
+ * queue, as a very fast device would.
+ */
+#ifndef VNETLAB_SIM_DEV_H
+#define VNETLAB_SIM_DEV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "drivers/virtio/virtq.h"
+
+#define SIM_FRAME_MAX 4096
+#define SIM_WBUF_MAX  4 /* writable descriptors remembered per chain */
+
+enum sim_fault {
+	SIM_FAULT_NONE,
+	SIM_FAULT_ID_RANGE,      /* used id beyond the queue */
+	SIM_FAULT_NOT_IN_FLIGHT, /* an id already returned (completed twice) */
+	SIM_FAULT_NOT_HEAD,      /* a descriptor in the middle of a chain */
+	SIM_FAULT_LEN,           /* used len one past the writable bytes */
+	SIM_FAULT_IDX_JUMP,      /* used idx moved by size + 1 with no entries */
+	SIM_FAULT_KINDS
+};
+
+enum sim_mode {
+	SIM_MANUAL, /* the test calls sim_run() */
+	SIM_SYNC,   /* a doorbell runs the queue at once */
+};
+
+struct sim_chain {
+	uint16_t head, ndesc;
+	uint32_t readable, writable;
+	uint32_t first_len;
+	uint32_t written; /* bytes the device wrote (RX): the used len */
+	uint8_t nw;
+	struct {
+		uint64_t addr;
+		uint32_t len;
+	} w[SIM_WBUF_MAX];
+};
+
+struct sim_queue {
+	struct virtq_desc *desc;
+	struct virtq_avail *avail;
+	struct virtq_used *used;
+	uint16_t size, qidx;
+	bool event_idx, ready;
+
+	uint16_t last_avail; /* next avail entry the device reads */
+	uint16_t used_idx;   /* device's shadow of used->idx */
+	bool busy;
+	bool starved;           /* RX: a frame found no buffer; waiting for a doorbell */
+	bool kicked_since_idle; /* a doorbell arrived since the device re-armed */
+	struct sim_chain pending[VIRTQ_MAX_SIZE];
+	unsigned npending;
+
+	uint64_t doorbells, consumed, completed, interrupts;
+	enum sim_fault fault;          /* armed: the next completion carries it */
+	bool was_head[VIRTQ_MAX_SIZE]; /* completed as a head at some point */
+	bool reorder;
+	uint32_t rng;
+
+	/* TX capture: the last frame and a running sum over all frames */
+	uint64_t frames, bytes, byte_sum;
+	uint8_t last[SIM_FRAME_MAX];
+	uint32_t last_len;
+	struct sim_chain last_chain;
+};
+
+struct sim_dev {
+	uint8_t status;
+	uint64_t offered, accepted;
+	bool refuse_features;
+	uint16_t num_queues, max_qsize;
+	uint8_t cfg[16]; /* virtio_net_config */
+	struct sim_queue q[2];
+	enum sim_mode mode;
+	unsigned driver_errors; /* rule breaks by the driver */
+	char last_error[256];
+};
+
+extern struct sim_dev sim;
+
+void sim_reset(uint64_t offered);
+void sim_attach(struct sim_queue *q, const struct virtq *vq, uint16_t qidx);
+void sim_doorbell(uint16_t qidx, uint16_t avail_idx);
+unsigned sim_consume(struct sim_queue *q, unsigned max);
+unsigned sim_complete(struct sim_queue *q, unsigned max);
+void sim_idle(struct sim_queue *q);
+void sim_run(struct sim_queue *q);
+bool sim_rx_inject(const void *frame, uint32_t len);
+bool sim_lost_wakeup(const struct sim_queue *q);
+void sim_driver_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint16_t sim_published(const struct sim_queue *q);
+
+#endif

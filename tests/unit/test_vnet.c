@@ -1,0 +1,632 @@
+/*
+ * test_vnet.c: the virtio-net driver (vnet*.c + virtq.c) against the
+ * simulated device, built once per policy variant. Bring-up order and its
+ * failures, exact kick counts for a 64-frame burst, no kick left pending
+ * when the appliance waits (the timer variant: a bounded hold), avail
+ * publication, back-pressure, RX ownership, TX layouts, 16-bit wraparound
+ * and every device fault.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "drivers/virtio/vnet_priv.h"
+#include "tests/unit/check.h"
+#include "tests/unit/host_shim.h"
+#include "tests/unit/sim_dev.h"
+
+int check_failed, check_total;
+
+#define QEMU_FEATURES                                                                              \
+	(VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_NET_F_MAC) |                           \
+	 VIRTIO_BIT(VIRTIO_NET_F_STATUS) | VIRTIO_BIT(VIRTIO_F_EVENT_IDX) |                        \
+	 VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF) | VIRTIO_BIT(VIRTIO_NET_F_CSUM) |                      \
+	 VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM) | VIRTIO_BIT(VIRTIO_NET_F_MTU) |                      \
+	 VIRTIO_BIT(VIRTIO_F_INDIRECT_DESC))
+
+#define FRAME_LEN 60
+#define POOL      1024 /* frame buffers; cookie % POOL, reuse checked */
+#define COOKIES   200000
+#define HEADROOM  16
+
+static struct vnet *vn;
+static struct sim_queue *txd = &sim.q[VNET_TXQ], *rxd = &sim.q[VNET_RXQ];
+static uint8_t pool[POOL][HEADROOM + FRAME_LEN];
+static uint8_t done_count[COOKIES];
+static unsigned done_total, done_twice;
+static uint64_t sent_sum;
+static unsigned next_cookie;
+
+static void on_tx_done(void *arg, void *cookie)
+{
+	uintptr_t c = (uintptr_t)cookie;
+
+	(void)arg;
+	if (c >= COOKIES || done_count[c]++)
+		done_twice++;
+	done_total++;
+}
+
+static void dev_config(uint64_t offered, enum sim_mode mode)
+{
+	static const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
+
+	shim_reset();
+	sim_reset(offered);
+	sim.mode = mode;
+	memcpy(sim.cfg + VIRTIO_NET_CFG_MAC, mac, 6);
+	sim.cfg[VIRTIO_NET_CFG_STATUS] = VIRTIO_NET_S_LINK_UP;
+	sim.cfg[VIRTIO_NET_CFG_MTU] = 1500 & 0xff;
+	sim.cfg[VIRTIO_NET_CFG_MTU + 1] = 1500 >> 8;
+	memset(done_count, 0, sizeof(done_count));
+	done_total = done_twice = 0;
+	sent_sum = 0;
+	next_cookie = 1;
+}
+
+static struct vnet *dev_open(enum sim_mode mode)
+{
+	char err[256] = "";
+
+	dev_config(QEMU_FEATURES, mode);
+	vn = vnet_open(err, sizeof(err));
+	CHECK(vn != NULL, "vnet_open");
+	if (!vn)
+		printf("     vnet_open: %s\n", err);
+	else
+		vnet_set_tx_done(vn, on_tx_done, NULL);
+	return vn;
+}
+
+/* One 60-byte frame in two segments (Ethernet header, rest) from the pool. */
+static int send_frame(void)
+{
+	unsigned c = next_cookie;
+	uint8_t *f = pool[c % POOL] + HEADROOM;
+	struct vnet_seg segs[2] = {{f, 14}, {f + 14, FRAME_LEN - 14}};
+	int rc;
+
+	if (c > POOL && VNET_ZEROCOPY && !done_count[c - POOL])
+		printf("     test bug: pool slot reused while in flight\n");
+	for (unsigned i = 0; i < FRAME_LEN; i++)
+		f[i] = (uint8_t)(c * 7 + i);
+	rc = vnet_tx(vn, segs, 2, NULL, (void *)(uintptr_t)c);
+	if (rc == 0) {
+		for (unsigned i = 0; i < FRAME_LEN; i++)
+			sent_sum += f[i];
+		next_cookie++;
+	}
+	return rc;
+}
+
+static unsigned descs_per_frame(void)
+{
+	if (!VNET_ZEROCOPY)
+		return VNET_TXHDR_INLINE ? 1 : 2;
+	return VNET_TXHDR_INLINE ? 2 : 3;
+}
+
+static void counters(struct vnet_counters *rx, struct vnet_counters *tx)
+{
+	vnet_counters(vn, rx, tx);
+}
+
+/* The appliance is about to wait: one main-loop pass (plus, for the
+ * labelled timer variant, the time its hold allows). */
+static void settle(void)
+{
+	vnet_poll(vn);
+	if (VNET_IS_KICK_TIMER) {
+		shim_now_ns += VNET_KICK_TIMER_US * 1000ull;
+		vnet_poll(vn);
+	}
+}
+
+/* ---- bring-up ---- */
+
+static void test_bringup(void)
+{
+	uint64_t want = VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_NET_F_MAC) |
+	                VIRTIO_BIT(VIRTIO_NET_F_STATUS) | VIRTIO_BIT(VIRTIO_NET_F_MTU);
+
+	if (VNET_EVENT_IDX)
+		want |= VIRTIO_BIT(VIRTIO_F_EVENT_IDX);
+	if (VNET_MRG_RXBUF)
+		want |= VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF);
+	if (VNET_CSUM)
+		want |= VIRTIO_BIT(VIRTIO_NET_F_CSUM) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM);
+	if (!dev_open(SIM_SYNC))
+		return;
+	CHECK_EQ(want, sim.accepted, "accepted features");
+	CHECK_EQ(want, vnet_features(vn), "features reported");
+	CHECK_EQ(VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK |
+	             VIRTIO_STATUS_DRIVER_OK,
+	         sim.status, "device status after bring-up");
+	CHECK_EQ(0, sim.driver_errors, "3.1.1 order and ring rules");
+	CHECK_EQ(256, sim_published(rxd), "every RX buffer posted");
+	CHECK_EQ(0x56, vnet_mac(vn)[5], "MAC from config");
+	CHECK_EQ(1500, vnet_mtu(vn), "MTU");
+	CHECK(vnet_link_up(vn), "link up");
+	CHECK(!vnet_kick_pending(vn), "nothing pending after bring-up");
+	CHECK(strstr(vnet_variant(), "reclaim=") != NULL, "variant string");
+}
+
+static void expect_open_failure(const char *step, const char *what)
+{
+	char err[256] = "";
+	struct vnet *v = vnet_open(err, sizeof(err));
+
+	CHECK(v == NULL, what);
+	CHECK(strstr(err, step) != NULL, what);
+	CHECK(sim.status & VIRTIO_STATUS_FAILED, "FAILED status bit set");
+	printf("     %s -> \"%s\"\n", what, err);
+}
+
+static void test_bringup_failures(void)
+{
+	dev_config(QEMU_FEATURES & ~VIRTIO_BIT(VIRTIO_F_VERSION_1), SIM_SYNC);
+	expect_open_failure("step 4", "legacy-only device (no VERSION_1)");
+
+	dev_config(QEMU_FEATURES, SIM_SYNC);
+	sim.refuse_features = true;
+	expect_open_failure("step 6", "device clears FEATURES_OK");
+
+	dev_config(QEMU_FEATURES, SIM_SYNC);
+	sim.num_queues = 1;
+	expect_open_failure("step 7", "one queue only");
+
+	if (VNET_EVENT_IDX) {
+		dev_config(QEMU_FEATURES & ~VIRTIO_BIT(VIRTIO_F_EVENT_IDX), SIM_SYNC);
+		expect_open_failure("step 4", "event_idx build, device without EVENT_IDX");
+	}
+}
+
+/* ---- exact kick counts for a 64-frame burst ---- */
+
+static unsigned burst_kicks_sync(void)
+{
+	if (VNET_IS_KICK_EVERY)
+		return 64;
+	if (VNET_IS_KICK_BURST)
+		return 64 / VNET_KICK_BURST_MAX + (64 % VNET_KICK_BURST_MAX != 0);
+	return 1; /* deferred: at the poll; timer: when the hold expires */
+}
+
+static uint64_t tx_kicks(void)
+{
+	struct vnet_counters rx, tx;
+
+	counters(&rx, &tx);
+	return tx.kicks;
+}
+
+/* 64 frames, end of burst, one poll pass; kicks counted from here. */
+static void run_burst(unsigned expect_kicks, const char *label)
+{
+	struct vnet_counters rx, tx;
+	uint64_t k0 = tx_kicks(), s0;
+	int fails = 0;
+
+	counters(&rx, &tx);
+	s0 = tx.kicks_suppressed;
+	for (int i = 0; i < 64; i++)
+		fails += send_frame() != 0;
+	CHECK_EQ(0, fails, "64 frames accepted");
+	vnet_tx_end_burst(vn);
+	if (VNET_IS_KICK_EVERY || VNET_IS_KICK_BURST)
+		CHECK_EQ(expect_kicks, tx_kicks() - k0, "kicks at end of burst");
+	else
+		CHECK_EQ(0, tx_kicks() - k0, "no kick before the poll pass (deferred/timer)");
+	vnet_poll(vn);
+	if (VNET_IS_KICK_TIMER) {
+		/* The labelled hold: nothing until VNET_KICK_TIMER_US has passed. */
+		CHECK_EQ(0, tx_kicks() - k0, "timer: held at the poll");
+		CHECK(vnet_kick_pending(vn), "timer: kick pending (bounded hold)");
+		shim_now_ns += VNET_KICK_TIMER_US * 1000ull - 1;
+		vnet_poll(vn);
+		CHECK_EQ(0, tx_kicks() - k0, "timer: still held 1 ns before the bound");
+		shim_now_ns += 1;
+		vnet_poll(vn);
+	}
+	counters(&rx, &tx);
+	printf("     %s: kicks=%llu suppressed=%llu reclaim_calls=%llu reclaimed=%llu\n", label,
+	       (unsigned long long)(tx.kicks - k0), (unsigned long long)(tx.kicks_suppressed - s0),
+	       (unsigned long long)tx.reclaim_calls, (unsigned long long)tx.reclaimed);
+	CHECK_EQ(expect_kicks, tx.kicks - k0, label);
+	CHECK(!vnet_kick_pending(vn), "no kick pending after the poll pass");
+}
+
+static void test_burst_kicks_sync_device(void)
+{
+	struct vnet_counters rx, tx;
+
+	if (!dev_open(SIM_SYNC))
+		return;
+	run_burst(burst_kicks_sync(), "64-frame burst, device runs at each kick");
+	CHECK_EQ(64, txd->frames, "frames the device saw");
+	CHECK_EQ(sent_sum, txd->byte_sum, "bytes the device saw (sum)");
+	CHECK_EQ(0, sim_lost_wakeup(txd), "no lost wakeup");
+	CHECK_EQ(0, sim.driver_errors, "ring rules");
+	counters(&rx, &tx);
+	if (VNET_IS_KICK_EVERY) {
+		/* Each frame completes at its own kick: where reclaim runs
+		 * decides exactly what it finds. */
+		unsigned calls = VNET_IS_RECLAIM_LAZY ? 0 : VNET_IS_RECLAIM_POLL ? 1 : 64;
+		unsigned got = VNET_IS_RECLAIM_LAZY                             ? 0
+		               : (VNET_IS_RECLAIM_BEFORE || VNET_IS_RECLAIM_V2) ? 63
+		                                                                : 64;
+		CHECK_EQ(calls, tx.reclaim_calls, "reclaim calls (kick=every)");
+		CHECK_EQ(got, tx.reclaimed, "frames reclaimed (kick=every)");
+	}
+	if (VNET_IS_RECLAIM_V1 || VNET_IS_RECLAIM_V2) {
+		uint64_t over = 0;
+		for (int b = VNET_RECLAIM_K + 1; b < VNET_COUNTER_BUCKETS; b++)
+			over += tx.reclaim_hist[b];
+		CHECK_EQ(0, over, "bounded reclaim never takes more than K");
+	}
+	if (VNET_IS_RECLAIM_POLL)
+		CHECK_EQ(64, tx.reclaimed, "poll: one pass took all 64");
+	CHECK_EQ(VNET_ZEROCOPY ? tx.reclaimed : 64, done_total, "tx_done calls");
+	CHECK_EQ(0, done_twice, "tx_done twice for a frame");
+	CHECK_EQ(0, txd->interrupts > 1, "interrupts the device would raise");
+}
+
+static void test_burst_kicks_sleepy_device(void)
+{
+	if (!dev_open(SIM_MANUAL))
+		return;
+	/* QEMU tx=bh-like: after a doorbell the device stops listening until
+	 * it has run; event index and NO_NOTIFY both suppress the rest. */
+	run_burst(1, "64-frame burst, device runs after the burst");
+	sim_run(txd);
+	vnet_poll(vn); /* the main loop goes on (reclaim=poll reclaims here) */
+	run_burst(1, "second burst after the device re-armed");
+	sim_run(txd);
+	CHECK_EQ(128, txd->frames, "frames the device saw");
+	CHECK_EQ(0, sim.driver_errors, "ring rules");
+}
+
+/* ---- avail publication ---- */
+
+static void test_avail_publish(void)
+{
+	if (!dev_open(SIM_MANUAL))
+		return;
+	for (int i = 0; i < 3; i++)
+		send_frame();
+	if (VNET_IS_KICK_EVERY)
+		CHECK_EQ(3, sim_published(txd), "eager + kick=every: published per frame");
+	else if (VNET_AVAIL_BATCHED)
+		CHECK_EQ(0, sim_published(txd), "batched: nothing published mid-burst");
+	else
+		CHECK_EQ(3, sim_published(txd), "eager: published per frame");
+	vnet_tx_end_burst(vn);
+	CHECK_EQ(3, sim_published(txd), "published at end of burst");
+}
+
+/* ---- no kick pending when the appliance waits ---- */
+
+static void test_no_pending_kick_when_idle(void)
+{
+	uint32_t rng = 4242;
+	unsigned pending = 0, lost = 0, eagain = 0;
+
+	if (!dev_open(SIM_MANUAL))
+		return;
+	for (int round = 0; round < 400; round++) {
+		rng = rng * 1103515245u + 12345u;
+		unsigned n = 1 + (rng >> 16) % 40;
+		for (unsigned i = 0; i < n; i++) {
+			if (send_frame() == -VNET_EAGAIN) {
+				eagain++;
+				break;
+			}
+		}
+		if (rng & 0x100)
+			vnet_tx_end_burst(vn);
+		if (rng & 0x200)
+			sim_run(txd);
+		/* The wait: before_wait, then the poll pass(es) of the loop. */
+		vnet_before_wait(vn);
+		if (!VNET_IS_KICK_TIMER && vnet_kick_pending(vn))
+			pending++;
+		settle();
+		if (vnet_kick_pending(vn))
+			pending++;
+		if (sim_lost_wakeup(txd) || sim_lost_wakeup(rxd))
+			lost++;
+	}
+	printf("     400 random bursts: %u with a full ring, kicks=%llu\n", eagain,
+	       (unsigned long long)vn->txq.stats.kicks);
+	CHECK_EQ(0, pending, "waits that began with a kick pending");
+	CHECK_EQ(0, lost, "device left waiting for a doorbell");
+	CHECK_EQ(0, sim.driver_errors, "ring rules");
+}
+
+/* The timer variant's hold is bounded by VNET_KICK_TIMER_US; every other
+ * variant flushes in vnet_before_wait(). */
+static void test_kick_hold_bound(void)
+{
+	struct vnet_counters rx, tx;
+	uint64_t held_ns = 0;
+
+	if (!dev_open(SIM_MANUAL))
+		return;
+	send_frame(); /* no end of burst: the caller forgot, or is the timer */
+	vnet_before_wait(vn);
+	while (vnet_kick_pending(vn) && held_ns <= 10 * VNET_KICK_TIMER_US * 1000ull) {
+		shim_now_ns += 1000;
+		held_ns += 1000;
+		vnet_poll(vn);
+	}
+	counters(&rx, &tx);
+	printf("     kick held %llu us (bound %s)\n", (unsigned long long)(held_ns / 1000),
+	       VNET_IS_KICK_TIMER ? "VNET_KICK_TIMER_US" : "0");
+	CHECK_EQ(VNET_IS_KICK_TIMER ? VNET_KICK_TIMER_US * 1000ull : 0, held_ns,
+	         "how long the kick was held (ns)");
+	CHECK_EQ(1, tx.kicks, "one kick in the end");
+}
+
+/* ---- back-pressure ---- */
+
+static void test_backpressure(void)
+{
+	struct vnet_counters rx, tx;
+	unsigned accepted = 0;
+	int rc = 0;
+
+	if (!dev_open(SIM_MANUAL))
+		return;
+	while (accepted < 1000 && (rc = send_frame()) == 0)
+		accepted++;
+	counters(&rx, &tx);
+	CHECK_EQ(-VNET_EAGAIN, rc, "full ring returns back-pressure");
+	CHECK_EQ(256 / descs_per_frame(), accepted, "frames that fit in 256 descriptors");
+	CHECK_EQ(1, tx.ring_full, "ring-full events");
+	CHECK(!vnet_kick_pending(vn), "full ring flushed the kick");
+	CHECK(!sim_lost_wakeup(txd), "device told about the full ring");
+	sim_run(txd);
+	rc = send_frame();
+	if (VNET_IS_RECLAIM_POLL) {
+		CHECK_EQ(-VNET_EAGAIN, rc, "poll: TX path never reclaims");
+		vnet_poll(vn);
+		rc = send_frame();
+	}
+	CHECK_EQ(0, rc, "space again once the device completed");
+	CHECK_EQ(0, done_twice, "tx_done twice");
+}
+
+/* ---- TX layout and header ---- */
+
+static void test_tx_layout(void)
+{
+	struct vnet_csum cs = {34, 16};
+	uint8_t zero[12] = {0};
+	uint8_t *f = pool[0] + HEADROOM;
+	struct vnet_seg seg = {f, FRAME_LEN};
+
+	if (!dev_open(SIM_MANUAL))
+		return;
+	CHECK_EQ((VNET_TXHDR_INLINE && VNET_ZEROCOPY) ? 12 : 0, vnet_tx_headroom, "headroom");
+	send_frame();
+	CHECK_EQ(VNET_ZEROCOPY ? 0 : 1, done_count[1],
+	         "tx_done before completion: at once (copy), never (zero-copy)");
+	vnet_tx_end_burst(vn);
+	settle();
+	sim_run(txd);
+	CHECK_EQ(descs_per_frame(), txd->last_chain.ndesc, "descriptors per frame");
+	CHECK_EQ(VNET_TXHDR_INLINE ? 12 + (VNET_ZEROCOPY ? 14 : FRAME_LEN) : 12,
+	         txd->last_chain.first_len, "first descriptor length");
+	CHECK_EQ(12 + FRAME_LEN, txd->last_len, "header + frame");
+	CHECK_EQ(0, memcmp(txd->last, zero, 12), "virtio-net header all zero (no offload)");
+
+	/* Checksum offload: only when built in and negotiated. */
+	memset(f, 0, FRAME_LEN);
+	if (VNET_CSUM) {
+		CHECK_EQ(0, vnet_tx(vn, &seg, 1, &cs, (void *)(uintptr_t)9999), "csum frame");
+		vnet_tx_end_burst(vn);
+		settle();
+		sim_run(txd);
+		CHECK_EQ(VIRTIO_NET_HDR_F_NEEDS_CSUM, txd->last[0], "NEEDS_CSUM");
+		CHECK_EQ(34, txd->last[6], "csum_start");
+		CHECK_EQ(16, txd->last[8], "csum_offset");
+	} else {
+		CHECK_EQ(-VNET_EINVAL, vnet_tx(vn, &seg, 1, &cs, NULL), "csum without CSUM");
+	}
+	seg.len = VNET_FRAME_MAX + 1;
+	CHECK_EQ(-VNET_EINVAL, vnet_tx(vn, &seg, 1, NULL, NULL), "frame too long");
+	CHECK_EQ(-VNET_EINVAL, vnet_tx(vn, &seg, 0, NULL, NULL), "no segments");
+}
+
+/* ---- RX: ownership, refill, starvation, double release ---- */
+
+_Static_assert(VNET_RX_REFILL_BATCH == 16, "test_rx_path counts assume the default refill batch");
+
+static void test_rx_path(void)
+{
+	struct vnet_counters rx, rx0, tx;
+	struct vnet_rx got[VIRTQ_MAX_SIZE];
+	uint8_t frame[200];
+	unsigned held = 0, bad = 0;
+
+	if (!dev_open(SIM_SYNC))
+		return;
+	for (unsigned i = 0; i < 10; i++) {
+		memset(frame, (int)i, sizeof(frame));
+		CHECK(sim_rx_inject(frame, 60 + i), "device delivers");
+	}
+	for (unsigned i = 0; i < 10; i++) {
+		CHECK_EQ(1, vnet_rx(vn, &got[i]), "frame received");
+		CHECK_EQ(60 + i, got[i].len, "length");
+		if (((const uint8_t *)got[i].data)[59] != i || (uintptr_t)got[i].data % 4 != 2)
+			bad++;
+		memset(got[i].priv, 0xaa, VNET_RX_PRIV_SIZE); /* caller scratch is usable */
+	}
+	CHECK_EQ(0, bad, "payload and alignment (data % 4 == 2)");
+	CHECK_EQ(0, vnet_rx(vn, &got[10]), "nothing more");
+	for (unsigned i = 10; i > 0; i--)
+		vnet_rx_release(vn, got[i - 1].handle);
+	vnet_rx_release(vn, got[0].handle); /* double release: refused */
+	counters(&rx0, &tx);
+	vnet_poll(vn);
+	counters(&rx, &tx);
+	CHECK_EQ(0, rx.refilled - rx0.refilled, "poll pass: refill waits for a batch");
+	for (unsigned i = 0; i < 6; i++) { /* six more make a batch of 16 */
+		CHECK(sim_rx_inject(frame, 60), "device delivers");
+		CHECK_EQ(1, vnet_rx(vn, &got[i]), "frame received");
+	}
+	for (unsigned i = 0; i < 6; i++)
+		vnet_rx_release(vn, got[i].handle);
+	counters(&rx, &tx);
+	CHECK_EQ(16, rx.refilled - rx0.refilled, "a full batch re-posted");
+	CHECK_EQ(1, rx.refills - rx0.refills, "in one refill");
+
+	/* A runt is dropped, not handed up (its buffer waits for a batch). */
+	CHECK(sim_rx_inject(frame, 5), "device delivers a runt");
+	CHECK_EQ(0, vnet_rx(vn, &got[0]), "runt not handed up");
+	counters(&rx, &tx);
+	CHECK_EQ(1, rx.drops, "drops");
+
+	/* Hold every buffer: the device starves, then is told about refills. */
+	for (held = 0; held < VIRTQ_MAX_SIZE; held++) {
+		if (!sim_rx_inject(frame, 64) || vnet_rx(vn, &got[held]) != 1)
+			break;
+	}
+	/* 256 buffers, minus the runt's, which waits for a refill batch. */
+	CHECK_EQ(255, held, "frames deliverable while the caller holds buffers");
+	CHECK(!sim_rx_inject(frame, 64), "device out of buffers");
+	for (unsigned i = 0; i < held; i++)
+		vnet_rx_release(vn, got[i].handle);
+	vnet_before_wait(vn);
+	CHECK_EQ(0, sim_lost_wakeup(rxd), "device told about new buffers");
+	CHECK(sim_rx_inject(frame, 64), "device delivers again");
+	CHECK_EQ(1, vnet_rx(vn, &got[0]), "and the driver receives");
+	CHECK_EQ(0, sim.driver_errors, "no buffer posted twice");
+}
+
+/* ---- wraparound through the whole driver ---- */
+
+static void test_wraparound(void)
+{
+	struct vnet_counters rx, tx;
+	unsigned fails = 0;
+
+	if (!dev_open(SIM_SYNC))
+		return;
+	for (int b = 0; b < 70000 / 16; b++) {
+		for (int i = 0; i < 16; i++)
+			fails += send_frame() != 0;
+		vnet_tx_end_burst(vn);
+		settle();
+	}
+	counters(&rx, &tx);
+	printf("     %u frames: kicks=%llu suppressed=%llu reclaim_calls=%llu reclaimed=%llu\n",
+	       next_cookie - 1, (unsigned long long)tx.kicks,
+	       (unsigned long long)tx.kicks_suppressed, (unsigned long long)tx.reclaim_calls,
+	       (unsigned long long)tx.reclaimed);
+	CHECK_EQ(0, fails, "frames refused");
+	CHECK_EQ(next_cookie - 1, txd->frames, "frames the device saw");
+	CHECK_EQ(sent_sum, txd->byte_sum, "bytes the device saw (sum)");
+	CHECK(txd->used_idx < txd->frames, "used index wrapped");
+	CHECK_EQ(0, done_twice, "tx_done twice");
+	CHECK_EQ(0, sim.driver_errors, "ring rules");
+}
+
+/* ---- device faults through the driver ---- */
+
+static void run_tx_fault(enum sim_fault f, const char *name)
+{
+	struct vnet_counters rx, tx;
+	int rc = 0, tries;
+
+	if (!dev_open(SIM_SYNC))
+		return;
+	txd->fault = f;
+	for (tries = 0; tries < 600 && rc != -VNET_EDEVICE; tries++) {
+		rc = send_frame();
+		vnet_tx_end_burst(vn);
+		shim_now_ns += 10000;
+		if (rc != -VNET_EDEVICE)
+			rc = vnet_poll(vn);
+	}
+	counters(&rx, &tx);
+	printf("     tx fault %s: %s after %d frames: %s\n", name,
+	       rc == -VNET_EDEVICE ? "detected" : "MISSED", tries, vnet_error(vn));
+	CHECK_EQ(-VNET_EDEVICE, rc, name);
+	CHECK_EQ(1, tx.device_errors, "counted once");
+	CHECK_EQ(-VNET_EDEVICE, send_frame(), "TX refuses after a fault");
+	CHECK_EQ(-VNET_EDEVICE, vnet_poll(vn), "poll reports it");
+	CHECK_EQ(0, done_twice, "no frame completed twice");
+}
+
+static void run_rx_fault(enum sim_fault f, const char *name)
+{
+	struct vnet_counters rx, tx;
+	struct vnet_rx r;
+	uint8_t frame[64] = {0};
+	int rc;
+
+	if (!dev_open(SIM_SYNC))
+		return;
+	sim_rx_inject(frame, sizeof(frame));
+	CHECK_EQ(1, vnet_rx(vn, &r), "clean frame first");
+	vnet_rx_release(vn, r.handle);
+	rxd->fault = f;
+	sim_rx_inject(frame, sizeof(frame));
+	rc = vnet_rx(vn, &r);
+	counters(&rx, &tx);
+	printf("     rx fault %s: %s\n", name, rc == -VNET_EDEVICE ? "detected" : "MISSED");
+	CHECK_EQ(-VNET_EDEVICE, rc, name);
+	CHECK_EQ(1, rx.device_errors, "counted once");
+	CHECK_EQ(-VNET_EDEVICE, vnet_rx(vn, &r), "RX refuses after a fault");
+}
+
+static void test_faults(void)
+{
+	static const struct {
+		enum sim_fault f;
+		const char *name;
+	} faults[] = {
+	    {SIM_FAULT_ID_RANGE, "used_id_out_of_range"},
+	    {SIM_FAULT_NOT_IN_FLIGHT, "used_id_not_in_flight"},
+	    {SIM_FAULT_NOT_HEAD, "used_id_not_a_head"},
+	    {SIM_FAULT_LEN, "used_len_beyond_buffer"},
+	    {SIM_FAULT_IDX_JUMP, "used_idx_jump"},
+	};
+	int rc = 0, passes;
+
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+		run_tx_fault(faults[i].f, faults[i].name);
+		/* RX chains are one descriptor: every id is some chain's head. */
+		if (faults[i].f != SIM_FAULT_NOT_HEAD)
+			run_rx_fault(faults[i].f, faults[i].name);
+	}
+	/* DEVICE_NEEDS_RESET: seen by vnet_check() and, unasked, within a
+	 * bounded number of poll passes. */
+	if (!dev_open(SIM_SYNC))
+		return;
+	sim.status |= VIRTIO_STATUS_DEVICE_NEEDS_RESET;
+	for (passes = 0; passes < 10000 && rc == 0; passes++)
+		rc = vnet_poll(vn);
+	printf("     device_needs_reset: seen after %d poll passes: %s\n", passes, vnet_error(vn));
+	CHECK_EQ(-VNET_EDEVICE, rc, "DEVICE_NEEDS_RESET found by polling");
+	CHECK_EQ(-VNET_EDEVICE, vnet_check(vn), "and by vnet_check");
+	CHECK(strstr(vnet_error(vn), "needs_reset") != NULL, "error names it");
+}
+
+int main(void)
+{
+	printf("test_vnet variant=%s\n", vnet_variant());
+	RUN(test_bringup);
+	RUN(test_bringup_failures);
+	RUN(test_burst_kicks_sync_device);
+	RUN(test_burst_kicks_sleepy_device);
+	RUN(test_avail_publish);
+	RUN(test_no_pending_kick_when_idle);
+	RUN(test_kick_hold_bound);
+	RUN(test_backpressure);
+	RUN(test_tx_layout);
+	RUN(test_rx_path);
+	RUN(test_wraparound);
+	RUN(test_faults);
+	printf("test_vnet %s: %d checks, %d failed\n", vnet_variant(), check_total, check_failed);
+	return check_failed ? 1 : 0;
+}
