@@ -29,6 +29,10 @@ CFLAGS  := $(CFLAGS_BASE) $(POLICY_CFLAGS) $(EXTRA_CFLAGS)
 LIBS := $(PICOLIBC)/lib/libc.a $(shell $(CC) -print-libgcc-file-name)
 LDPRINTF := -Wl,--defsym=vfprintf=__l_vfprintf -Wl,--defsym=vfscanf=__l_vfscanf
 
+# The static PVH link (also used for every linked variant in mk/variants.mk).
+PVH_LINK = $(CC) -nostdlib -static -no-pie -Wl,-T,linker/pvh.ld -Wl,--no-dynamic-linker \
+	-Wl,--build-id=none -Wl,-z,noexecstack -Wl,--no-warn-rwx-segments $(LDPRINTF)
+
 KERNEL_SRCS := $(wildcard kernel/*.c kernel/*.S)
 DRIVER_SRCS := $(wildcard drivers/virtio/*.c)
 NET_SRCS    := $(if $(wildcard drivers/virtio/vnet.c),$(wildcard net/*.c))
@@ -88,9 +92,7 @@ $(O)/obj/%.o: %.S | $(DEPS_STAMP)
 
 $(O)/vnetlab.elf: $(PVH_OBJS) $(COMMON_OBJS) linker/pvh.ld
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -nostdlib -static -no-pie -Wl,-T,linker/pvh.ld -Wl,--no-dynamic-linker -Wl,--build-id=none \
-		-Wl,-z,noexecstack -Wl,--no-warn-rwx-segments $(LDPRINTF) \
-		-o $@ $(PVH_OBJS) $(COMMON_OBJS) $(LIBS)
+	$(Q)$(PVH_LINK) -o $@ $(PVH_OBJS) $(COMMON_OBJS) $(LIBS)
 
 -include boot/efi/efi.mk
 

@@ -123,15 +123,13 @@ $(VARIANT_DIR)/$(1)/%.o: drivers/virtio/%.c | $(DEPS_STAMP)
 endef
 $(foreach v,$(VARIANT_LEGAL),$(eval $(call VARIANT_RULES,$(v))))
 
-# Linked like $(O)/vnetlab.elf in the Makefile (keep the two link lines
-# the same), with this variant's driver objects.
+# Linked like $(O)/vnetlab.elf (PVH_LINK in the Makefile), with this
+# variant's driver objects.
 VARIANT_BASE_OBJS := $(PVH_OBJS) $(filter-out $(call obj,$(DRIVER_SRCS)),$(COMMON_OBJS))
 define VARIANT_LINK_RULE
 $(VARIANT_DIR)/$(1)/vnetlab.elf: $(VARIANT_BASE_OBJS) $(call variant_all_objs,$(1)) linker/pvh.ld
 	@echo "  LD      $$@"
-	@$(CC) -nostdlib -static -no-pie -Wl,-T,linker/pvh.ld -Wl,--no-dynamic-linker -Wl,--build-id=none \
-		-Wl,-z,noexecstack -Wl,--no-warn-rwx-segments $(LDPRINTF) \
-		-o $$@ $$(filter %.o,$$^) $(LIBS)
+	@$(PVH_LINK) -o $$@ $$(filter %.o,$$^) $(LIBS)
 endef
 $(foreach v,$(VARIANT_LINKED),$(eval $(call VARIANT_LINK_RULE,$(v))))
 

@@ -98,6 +98,16 @@ void net_end_pass(void)
 	vnet_tx_end_burst(vn);
 }
 
+/* The end of a run counts as a wait: nothing may stay unkicked, and the
+ * device must have sent everything before the caller prints and exits. */
+#define DRAIN_NS 100000000ull
+
+void net_drain(void)
+{
+	if (vnet_drain(vn, DRAIN_NS) == -1)
+		printf("net warning: TX not drained within %llu ms\n", DRAIN_NS / 1000000);
+}
+
 int net_run(bool (*done)(void *), void *arg, uint64_t timeout_ns, void (*tick)(void *))
 {
 	uint64_t end = clock_ns() + timeout_ns;
@@ -106,11 +116,14 @@ int net_run(bool (*done)(void *), void *arg, uint64_t timeout_ns, void (*tick)(v
 		if (tick)
 			tick(arg);
 		net_end_pass();
-		if (done && done(arg))
-			return 0;
-		if (clock_ns() > end) {
-			vnet_before_wait(vn);
-			return -1;
+		int r = done && done(arg) ? 0 : clock_ns() > end ? -1 : 1;
+		if (r <= 0) {
+			/* Whatever the caller does next (print, exit, wait on
+			 * something else), no kick may stay pending: a deferred
+			 * or timer-held frame, e.g. the reply to "stop", must
+			 * reach the device now. */
+			net_drain();
+			return r;
 		}
 	}
 }

@@ -26,6 +26,8 @@ void net_end_pass(void);
 /* Run passes until done(arg) is true (0), the timeout passes (-1), or the
  * device fails (-2: ERROR line already printed by the caller's choice). */
 int net_run(bool (*done)(void *), void *arg, uint64_t timeout_ns, void (*tick)(void *));
+/* Flush every pending kick (the end of a run counts as a wait). */
+void net_drain(void);
 void net_print_counters(void); /* driver COUNTERS lines + LWIPSTATS line */
 uint64_t net_lwip_drops(void); /* frames/segments lwIP dropped (all layers) */
 

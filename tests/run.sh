@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash host/deps.sh
-make -s all image
+make -s -j2 all image variants-link
 exec python3 tests/runner.py "$@"

@@ -97,6 +97,7 @@ struct virtq_used {
 #define VIRTIO_PCI_CAP_PCI_CFG    5
 
 /* struct virtio_pci_cap field offsets within the PCI capability */
+#define VIRTIO_PCI_CAP_LEN         2
 #define VIRTIO_PCI_CAP_CFG_TYPE    3
 #define VIRTIO_PCI_CAP_BAR         4
 #define VIRTIO_PCI_CAP_OFFSET      8

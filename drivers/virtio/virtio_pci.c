@@ -85,9 +85,14 @@ static int virtio_pci_walk_caps(struct virtio_pci *vp, char *err, size_t errlen)
 	for (n = 0; pos && n < PCI_CAP_WALK_MAX; n++) {
 		uint8_t type = pci_cfg_read8(d, pos + VIRTIO_PCI_CAP_CFG_TYPE);
 		uint8_t bar = pci_cfg_read8(d, pos + VIRTIO_PCI_CAP_BAR);
+		uint8_t len = pci_cfg_read8(d, pos + VIRTIO_PCI_CAP_LEN);
+		/* struct virtio_pci_cap, and the notify one with its multiplier */
+		uint8_t need = type == VIRTIO_PCI_CAP_NOTIFY_CFG ? VIRTIO_PCI_NOTIFY_CAP_MULT + 4
+		                                                 : VIRTIO_PCI_CAP_LENGTH + 4;
 
 		if (pci_cfg_read8(d, pos) == PCI_CAP_ID_VNDR && type >= VIRTIO_PCI_CAP_COMMON_CFG &&
-		    type <= VIRTIO_PCI_CAP_DEVICE_CFG && bar <= 5 && !caps[type].found) {
+		    type <= VIRTIO_PCI_CAP_DEVICE_CFG && bar <= 5 && len >= need &&
+		    !caps[type].found) {
 			caps[type].found = true;
 			caps[type].bar = bar;
 			caps[type].offset = pci_cfg_read32(d, pos + VIRTIO_PCI_CAP_OFFSET);
@@ -127,9 +132,12 @@ static int virtio_pci_walk_caps(struct virtio_pci *vp, char *err, size_t errlen)
 	vp->notify_len = caps[VIRTIO_PCI_CAP_NOTIFY_CFG].length;
 	printf("virtio-pci: %02x:%02x.%x %04x:%04x common=bar%u+0x%lx notify=bar%u+0x%lx "
 	       "mult=%lu device=bar%u+0x%lx\n",
-	       d->bus, d->dev, d->fn, d->vendor, d->device, caps[1].bar,
-	       (unsigned long)caps[1].offset, caps[2].bar, (unsigned long)caps[2].offset,
-	       (unsigned long)vp->notify_mult, caps[4].bar, (unsigned long)caps[4].offset);
+	       d->bus, d->dev, d->fn, d->vendor, d->device, caps[VIRTIO_PCI_CAP_COMMON_CFG].bar,
+	       (unsigned long)caps[VIRTIO_PCI_CAP_COMMON_CFG].offset,
+	       caps[VIRTIO_PCI_CAP_NOTIFY_CFG].bar,
+	       (unsigned long)caps[VIRTIO_PCI_CAP_NOTIFY_CFG].offset,
+	       (unsigned long)vp->notify_mult, caps[VIRTIO_PCI_CAP_DEVICE_CFG].bar,
+	       (unsigned long)caps[VIRTIO_PCI_CAP_DEVICE_CFG].offset);
 	return 0;
 }
 

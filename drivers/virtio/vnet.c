@@ -303,6 +303,14 @@ void vnet_before_wait(struct vnet *vn)
 	vnet_rx_poll(vn); /* the device must not run dry while we wait */
 }
 
+int vnet_drain(struct vnet *vn, uint64_t timeout_ns)
+{
+	if (vn->failed)
+		return -VNET_EDEVICE;
+	vnet_rx_poll(vn);
+	return vnet_tx_drain(vn, timeout_ns);
+}
+
 bool vnet_kick_pending(const struct vnet *vn)
 {
 	return vnet_tx_kick_pending(vn) || virtq_unpublished(&vn->rxq) ||

@@ -109,6 +109,9 @@ void vnet_set_tx_done(struct vnet *vn, vnet_tx_done_fn fn, void *arg);
 int vnet_poll(struct vnet *vn);                /* one main-loop pass; <0 on device error */
 void vnet_before_wait(struct vnet *vn);        /* nothing may stay unkicked while we wait */
 bool vnet_kick_pending(const struct vnet *vn); /* frames published but not yet kicked */
+/* End of a run only (not a policy point): kick everything, wait until the
+ * device has completed every TX frame. 0, -1 on timeout, -VNET_EDEVICE. */
+int vnet_drain(struct vnet *vn, uint64_t timeout_ns);
 int vnet_check(struct vnet *vn);               /* read device status now; -VNET_EDEVICE if broken */
 const char *vnet_error(const struct vnet *vn); /* first error, "" if none */
 void vnet_counters(const struct vnet *vn, struct vnet_counters *rx, struct vnet_counters *tx);

@@ -77,6 +77,7 @@ void vnet_fail(struct vnet *vn, const char *fmt, ...) __attribute__((format(prin
 /* vnet_tx.c */
 void vnet_tx_setup(struct vnet *vn);
 unsigned vnet_tx_reclaim(struct vnet *vn, unsigned max);
+int vnet_tx_drain(struct vnet *vn, uint64_t timeout_ns);
 void vnet_tx_kick(struct vnet *vn);
 void vnet_tx_poll(struct vnet *vn);
 void vnet_tx_before_wait(struct vnet *vn);

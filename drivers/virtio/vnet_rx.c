@@ -97,7 +97,8 @@ int vnet_rx(struct vnet *vn, struct vnet_rx *out)
 		void *token;
 		uint32_t len;
 		uint8_t *b;
-		int rc = virtq_get_used(&vn->rxq, &token, &len), i;
+		int rc = virtq_get_used(&vn->rxq, &token, &len);
+		int i;
 
 		if (rc == 0)
 			return 0;

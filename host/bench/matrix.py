@@ -169,6 +169,9 @@ class Matrix:
                 f"unknown variant(s) {', '.join(unknown)}: known are {known_text}{defined}; "
                 "define others with `variant NAME = VAR=value ...` in a matrix file or --variant-def"
             )
+        for v in list(self.variants) + list(self.variant_defs):
+            if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", v):
+                raise BenchError(f"bad variant name '{v}' (letters, digits, _ . - only: it names a build directory)")
         if len(set(self.variants)) != len(self.variants):
             raise BenchError(f"variant listed twice in '{s['variants']}'")
         self.variant_vars = {v: table[v] for v in self.variants}

@@ -1,7 +1,7 @@
 """peers.py: the stock host tools on the other end of each test, and what
 their output says.
 
-  rr, appliance client  `sockperf server` (TCP or UDP) on the host side
+  rr, appliance client  `sockperf server -f FEED -F epoll` (TCP or UDP)
   rr, appliance server  `sockperf ping-pong --full-rtt` drives the appliance;
                         its round-trip percentiles become peer_lat_*_ns
   stream, appliance client   `iperf -s` receives (tcp_stream) or sends
@@ -17,7 +17,9 @@ optionally, under `taskset -c LIST`. Every peer has a hard timeout.
 """
 
 import math
+import os
 import re
+import tempfile
 
 from procs import Proc
 
@@ -83,13 +85,31 @@ class Peer:
 
 
 class SockperfServer(Peer):
+    """`sockperf server` given its address in a feed file with -F epoll:
+    started with -i/-p, sockperf 3.7 blocks in recvfrom() on one socket and
+    so serves one TCP connection at a time -- 25 instances would run as
+    one. epoll multiplexes them all."""
+
     name = "sockperf"
     server = True
     tools = ("sockperf",)
+    feed = None
 
     def argv(self):
-        a = ["sockperf", "server", "-i", self.backend.peer_bind, "-p", str(self.backend.host_port(SOCKPERF_PORT))]
-        return a + (["--tcp"] if self.test == "tcp_rr" else [])
+        proto = "T" if self.test == "tcp_rr" else "U"
+        fd, self.feed = tempfile.mkstemp(prefix="vnetbench-feed-", suffix=".txt")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{proto}:{self.backend.peer_bind}:{self.backend.host_port(SOCKPERF_PORT)}\n")
+        return ["sockperf", "server", "-f", self.feed, "-F", "epoll"]
+
+    def stop(self):
+        super().stop()
+        if self.feed:
+            try:
+                os.unlink(self.feed)
+            except OSError:
+                pass
+            self.feed = None
 
     def ready(self, timeout=10):
         # Printed once the socket is bound and the server blocks on it.

@@ -153,7 +153,7 @@ def summarise(rows, columns, baseline):
                         per_cpu_significance="" if c == baseline else stats.significance(p, bp),
                     )
                 for k in ("lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns", "kicks_per_txn", "reclaims_per_txn",
-                          "peer_lat_p50_ns", "peer_lat_p99_ns", "peer_mbps", "peer_tps"):
+                          "peer_lat_p50_ns", "peer_lat_p99_ns", "peer_mbps", "peer_tps", "outstanding_mean"):
                     rec[k] = cell(rs, k).median
                 out.append(rec)
     return out, cols
@@ -224,7 +224,9 @@ def markdown(records, cols, baseline, meta, plots=()):
     L.append(f"- accelerator: {meta.get('accel', '?')} (every row names its own; TCG latencies are not KVM latencies)")
     L.append(f"- repetitions: {meta.get('repetitions')}, {meta.get('seconds')} s measured per run, baseline column: **{baseline}**")
     if meta.get("variants"):
-        L.append("- variants: " + "; ".join(f"`{k}` = {v or '(defaults)'}" for k, v in meta["variants"].items()))
+        vs = meta.get("variant_strings", {})
+        L.append("- variants: " + "; ".join(
+            f"`{k}` = {v or '(defaults)'}" + (f" (guest: `{vs[k]}`)" if k in vs else "") for k, v in meta["variants"].items()))
     L.append(f"- runs: {meta.get('runs_ok', 0)} ok, {meta.get('runs_error', 0)} failed, {meta.get('runs_skipped', 0)} skipped")
     L += [
         "",
@@ -316,6 +318,15 @@ def markdown(records, cols, baseline, meta, plots=()):
 
             L += _table("host peer's own round trip p50 / p99 (us, sockperf --full-rtt, medians)", row_name,
                         row_values, gcols, peer_lat_cell)
+
+        odd = [r for r in recs if r.get("outstanding_mean") is not None and r.get("instances")
+               and r["outstanding_mean"] < 0.5 * r["instances"] * (r.get("burst") or 1)]
+        for r in odd:
+            L.append(f"> Little's law: {r['column']} with {r['instances']} instance(s) x burst {r.get('burst') or 1} "
+                     f"kept only {r['outstanding_mean']:.2f} transactions in flight on average (trans/s x mean "
+                     "latency): the client did not keep its instances busy, or its latency misses queueing time.")
+        if odd:
+            L.append("")
 
         if any(r.get("kicks_per_txn") is not None for r in recs):
 

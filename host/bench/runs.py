@@ -178,6 +178,11 @@ def execute(run, m, guest, logdir):
                     row["tps_per_cpu"] = round(row["tps"] / (h / 100.0), 1)
                 if row.get("mbps") is not None and TESTS[run.test]["kind"] == "stream":
                     row["mbps_per_cpu"] = round(row["mbps"] / (h / 100.0), 2)
+        if TESTS[run.test]["kind"] == "rr" and row.get("tps") and row.get("lat_mean_ns"):
+            # Little's law for a closed loop: transactions/s x mean latency
+            # is the mean number in flight, which should be about
+            # instances x burst when the client keeps them all busy.
+            row["outstanding_mean"] = round(row["tps"] * row["lat_mean_ns"] / 1e9, 2)
         row["status"] = "ok"
     except BenchError as e:
         row["error"] = str(e).splitlines()[0][:300]

@@ -15,8 +15,10 @@ so two variants never share objects, and an unchanged variant costs one
 make invocation that does nothing.
 """
 
+import fcntl
 import os
 import re
+import time
 
 import procs
 from procs import BenchError
@@ -107,10 +109,23 @@ def build(name, vars_text, log):
     out = build_dir(name)
     argv = ["make", "-C", TOP, "-s", f"-j{os.cpu_count() or 1}", f"O={out}", *parse_vars(name, vars_text), "pvh"]
     log(f"build {name}: {' '.join(argv[4:])}")
-    try:
-        r = procs.run(argv, timeout=BUILD_TIMEOUT, check=False)
-    except BenchError as e:
-        raise BenchError(f"building variant {name}: {e}")
+    os.makedirs(out, exist_ok=True)
+    # Two harnesses building the same variant directory at once would
+    # corrupt it: the second waits for the first.
+    with open(os.path.join(out, ".vnetbench.lock"), "w") as lock:
+        end = time.monotonic() + BUILD_TIMEOUT
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > end:
+                    raise BenchError(f"{out} stayed locked by another vnetbench for {BUILD_TIMEOUT}s")
+                time.sleep(0.5)
+        try:
+            r = procs.run(argv, timeout=BUILD_TIMEOUT, check=False)
+        except BenchError as e:
+            raise BenchError(f"building variant {name}: {e}")
     if r.returncode:
         msg = (r.stderr.strip() or r.stdout.strip())[-1500:]
         raise BenchError(f"variant {name} does not build (`{' '.join(argv)}`):\n{msg}")

@@ -324,6 +324,7 @@ def write_results(out, rows, columns, baseline, meta):
         meta["runs_ok"] = sum(r["status"] == "ok" for r in rows)
         meta["runs_error"] = sum(r["status"] == "error" for r in rows)
         meta["runs_skipped"] = sum(r["status"] == "skipped" for r in rows)
+        meta["variant_strings"] = {r["column"]: r["guest_variant"] for r in rows if r.get("guest_variant")}
         meta["accel"] = ",".join(sorted({str(r.get("accel")) for r in rows if r.get("accel")})) or "?"
         meta["failures"] = [f"run {r['run']} ({r['test']} {r['column']} {r['backend']}): {r['status']}: {r['error']}"
                             for r in rows if r["status"] != "ok"]

@@ -170,3 +170,15 @@ def test_legacy_only_device_refused(t):
                       "virtio-net-pci,netdev=n1,disable-modern=on,romfile="])
     g.expect(r'^ERROR \{"where":"virtio-net","msg":".*1af4:1000 has no virtio 1\.x capabilities: legacy-only')
     g.expect_status(1)
+
+
+def test_notify_multiplier_and_queue_cap(t):
+    # page-per-vq=on: notify_off_multiplier 4096, so each queue's doorbell
+    # is on its own page; rx_queue_size=1024 is capped at VIRTQ_MAX_SIZE.
+    g = t.boot(append="app=arpping arp.count=50 backend=user", net="none",
+               extra=["-netdev", "user,id=n1", "-device",
+                      "virtio-net-pci,netdev=n1,disable-legacy=on,page-per-vq=on,rx_queue_size=1024,romfile="])
+    g.expect(r"^virtio-pci: \S+ 1af4:1041 .* mult=4096 ")
+    g.expect(r"^virtio-pci: queue 0 size=256 \(device max 1024\) notify=\+0x0$")
+    g.expect(r"^virtio-pci: queue 1 size=256 \(device max 256\) notify=\+0x1000$")
+    check_arp_run(g, 50, "user")

@@ -21,6 +21,7 @@ VNETBENCH = os.path.join(BENCH, "vnetbench.py")
 SMOKE = os.path.join(BENCH, "matrices", "smoke.txt")
 sys.path.insert(0, BENCH)
 
+import cpu  # noqa: E402
 import report  # noqa: E402
 import stats  # noqa: E402
 from procs import BenchError, require_tools  # noqa: E402
@@ -58,6 +59,28 @@ def test_harness_cell_statistics(t):
             raise Fail(f"significance of {cell.values} vs {base.values}: expected {want}, got {got}")
     if not approx(stats.pct_change(far, base), 22.0):
         raise Fail(f"% change of medians 122 vs 100: expected +22, got {stats.pct_change(far, base)}")
+
+
+def test_harness_cpu_figures(t):
+    # Two CPUs over 2 s (HZ jiffies per second each): CPU 0 half busy, CPU 1
+    # fully busy. QEMU's vCPU thread used 1.5 s, on CPU 1; its main thread
+    # 0.1 s on CPU 0; an idle thread parked on CPU 0 must not count.
+    hz = cpu.HZ
+    def stat(busy0, busy1, total):
+        return {"all": (busy0 + busy1, 2 * total), 0: (busy0, total), 1: (busy1, total)}
+    a = (10.0, stat(0, 0, 0), {"qemu": (42, 0, {1: ("qemu-system-x86", 0, 0), 2: ("CPU 0/TCG", 1, 0), 3: ("worker", 0, 5)})})
+    mid = (11.0, stat(hz // 2, hz, hz), {"qemu": (42, hz, {1: ("qemu-system-x86", 0, hz // 20), 2: ("CPU 0/TCG", 1, hz - hz // 20), 3: ("worker", 0, 5)})})
+    b = (12.0, stat(hz, 2 * hz, 2 * hz), {"qemu": (42, 16 * hz // 10, {1: ("qemu-system-x86", 0, hz // 10), 2: ("CPU 0/TCG", 1, 3 * hz // 2), 3: ("worker", 0, 5)})})
+    f = cpu.figures(a, b, [a, mid, b])
+    if f["host_cpu_pct"] != 150.0 or f["host_cpu_per_cpu"] != {"0": 50.0, "1": 100.0}:
+        raise Fail(f"host CPU: expected 150% (50% + 100% of one CPU), got {f['host_cpu_pct']} {f['host_cpu_per_cpu']}")
+    q = f["procs"]["qemu"]
+    if q["pct"] != 80.0:
+        raise Fail(f"QEMU used 1.6 s of CPU in 2 s: expected 80%, got {q['pct']}")
+    if q["cpus"] != {"0": 0.06, "1": 0.94} or q["threads"] != {"CPU 0/TCG": 1, "qemu-system-x86": 0}:
+        raise Fail(f"placement weighted by thread CPU time: expected 0:6% 1:94%, vCPU on 1, got {q}")
+    if cpu.placement_str(q["cpus"]) != "0:6%,1:94%":
+        raise Fail(f"placement string: {cpu.placement_str(q['cpus'])}")
 
 
 def synthetic_rows():

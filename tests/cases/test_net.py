@@ -151,3 +151,31 @@ def test_tap_malformed_frames(t):
         counted = s["ip_chkerr"] + s["ip_lenerr"] + s["ip_drop"] + s["udp_chkerr"] + s["tcp_chkerr"] + s["link_drop"]
         if counted == 0:
             raise Fail(f"malformed frames were injected but no drop shows in the counters: {s}")
+
+
+# Every TX_RECLAIM and every TX_KICK policy (the representative set that
+# mk/variants.mk links into build/v/<name>/): a policy may change speed,
+# never correctness. Smaller than the default build's 64 MiB to keep TCG
+# time reasonable; each still pushes thousands of full-size segments through
+# every reclaim and kick path.
+LINKED_VARIANTS = (
+    "before-every-ei1-eager-inline-zc1",
+    "after-burst-ei0-batched-chain-zc1",
+    "v1-deferred-ei1-batched-inline-zc0",
+    "v2-every-ei0-eager-chain-zc0",
+    "lazy-timer-ei1-eager-inline-zc1",
+    "poll-deferred-ei0-eager-inline-zc1",
+)
+
+
+def test_tap_tcp_integrity_every_policy_variant(t):
+    with t.netns() as ns:
+        for name in LINKED_VARIANTS:
+            kernel = os.path.join(BUILD, "v", name, "vnetlab.elf")
+            if not os.path.exists(kernel):
+                raise Fail(f"{kernel} missing (tests/run.sh builds it with `make variants`)")
+            g = echo_guest(t, ns, kernel=kernel)
+            res = peer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(16 * MIB)], timeout=300)
+            stats = stop_guest(ns, g)
+            print(f"    {name}: 16 MiB intact at {res['mbps']} Mbit/s (TCG, tap), "
+                  f"tx_drops={stats['tx_drops']} rexmit={stats['tcp_rexmit']}")
