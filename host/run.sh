@@ -209,7 +209,11 @@ run_one() {
 	*_rr,client)
 		need sockperf sockperf
 		[ "$net" = user ] && rr_port=$(free_port $sock)
-		start_peer "$log" sockperf server -i "$bind_ip" -p "$rr_port" "${tcp[@]}"
+		# A feed file with -F epoll: with plain -i/-p, sockperf 3.7 blocks
+		# in recvfrom() on one socket and serves one TCP connection at a
+		# time, so INSTANCES>1 would silently run as one.
+		printf '%s:%s:%s\n' "$([ "$proto" = tcp ] && echo T || echo U)" "$bind_ip" "$rr_port" >"$tmp/feed.txt"
+		start_peer "$log" sockperf server -f "$tmp/feed.txt" -F epoll
 		wait_listen "${proto:0:1}" "$rr_port"
 		boot "app=rr rr.proto=$proto rr.peer=$host_ip rr.port=$rr_port rr.req=$req rr.resp=$resp rr.instances=$instances rr.burst=$burst rr.seconds=$seconds rr.warmup=$warmup"
 		guest_wait || s=$?

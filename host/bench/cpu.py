@@ -195,4 +195,4 @@ def figures(a, b, between):
 
 def placement_str(cpus):
     """{'0': 0.25, '1': 0.75} -> '0:25%,1:75%' (for CSV and tables)."""
-    return ",".join(f"{c}:{round(100 * v)}%" for c, v in cpus.items())
+    return ",".join(f"{c}:{round(100 * v)}%" for c, v in cpus.items() if v >= 0.005)
