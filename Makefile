@@ -60,8 +60,10 @@ all: pvh efi
 
 help:
 	@echo "make            build build/vnetlab.elf (PVH) and build/BOOTX64.EFI"
-	@echo "make run        boot the appliance under QEMU (KVM if usable, else TCG)"
+	@echo "make run        benchmark the appliance against host peers (TEST=, ROLE=, REQ=, ...)"
 	@echo "make test       install what is missing, build, run all tests"
+	@echo "make bench      benchmark matrix (BENCH_ARGS=\"--matrix FILE ...\"), see host/bench/README.md"
+	@echo "make variants   compile every driver policy combination; make unit: host unit tests"
 	@echo "make image      GPT disk image with an EFI system partition"
 	@echo "make deps       install packages and fetch/build lwIP + picolibc"
 	@echo "make format     clang-format every C file"

@@ -28,6 +28,19 @@ NS_GUEST_IP = "10.77.0.2"
 NS_PREFIX = 24
 
 
+def linked_variants():
+    """The representative driver variants mk/variants.mk links into
+    build/v/<name>/vnetlab.elf (VARIANT_LINKED): together they cover every
+    TX_RECLAIM, every TX_KICK, EVENT_IDX both ways, and both values of
+    AVAIL_PUBLISH, TXHDR and ZEROCOPY."""
+    with open(os.path.join(TOP, "mk", "variants.mk")) as f:
+        text = f.read().replace("\\\n", " ")
+    m = re.search(r"^VARIANT_LINKED\s*:=\s*(.*)$", text, re.M)
+    if not m:
+        raise RuntimeError("mk/variants.mk has no VARIANT_LINKED line")
+    return tuple(m.group(1).split())
+
+
 class Fail(Exception):
     """A test expectation did not hold."""
 

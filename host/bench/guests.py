@@ -8,18 +8,31 @@ the rows, keyed by column, so a new kind is one more class here.
             host/qemu-run.sh, which picks KVM or TCG and applies the hard
             timeout.
 
-A stock Linux guest running the same peers would implement the same three
-methods (prepare, supports, start) and print the same RESULT line from a
-wrapper around sockperf/iperf inside the guest.
+  linux     a stock Debian kernel with an initramfs of busybox, sockperf and
+            iperf (host/linux-guest/build.sh, from Debian packages only),
+            serving the same host peers: `sockperf server` for rr, `iperf
+            -s` for stream, the kernel itself for ping. Booted with its own
+            QEMU command line -- same machine, CPU model, memory, one vCPU
+            and the same virtio-net-pci NIC on the same backend -- under a
+            hard `timeout`. It only serves (rr.role/stream.role=server, or
+            ping); the host peer measures, and complete() turns the peer's
+            figures into the row's tps/lat_*/mbps.
+
+A guest kind implements prepare(), supports(test, backend), start(run,
+backend, timeout) -> (Boot, cmdline) and complete(row) (fill in figures
+after the peer's are in the row); its console prints `... listening ...`
+when it serves and one `RESULT {json}` or `ERROR {json}` line.
 """
 
 import json
 import os
 import re
 
+import backends
 import peers
 import procs
 import variants
+from matrix import TESTS
 from procs import BenchError, Proc
 
 TOP = variants.TOP
@@ -158,8 +171,186 @@ class Vnetlab:
             argv = ["taskset", "-c", self.m.pin["qemu"]] + argv
         return Boot(Proc("qemu", backend.wrap(argv))), cmdline
 
+    def complete(self, row):
+        """The appliance measures itself: nothing to add."""
 
-KINDS = {"vnetlab": Vnetlab}
+
+LINUX_DIR = os.path.join(TOP, "deps", "linux-guest")
+LINUX_BUILD = os.path.join(TOP, "host", "linux-guest", "build.sh")
+# Same as host/qemu-run.sh's default --mem (vhost-user's memfd is 512M too).
+GUEST_MEM_MIB = 512
+
+
+def pick_accel(requested):
+    """kvm|tcg for a QEMU command line of our own. auto follows
+    host/qemu-run.sh's rule without its probe boot: KVM only when the CPU
+    shows vmx/svm and /dev/kvm is usable (a software /dev/kvm is not)."""
+    if requested in ("kvm", "tcg"):
+        return requested
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        flags = ""
+    if re.search(r"\b(vmx|svm)\b", flags) and os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return "kvm"
+    return "tcg"
+
+
+def qemu_net_args(net_opts):
+    """host/qemu-run.sh network options (what Backend.qemu_net() returns)
+    -> QEMU arguments, the NIC exactly as qemu-run.sh makes it."""
+    out, vhost, net = [], False, None
+    i = 0
+    while i < len(net_opts):
+        o = net_opts[i]
+        if o == "--net" and i + 1 < len(net_opts):
+            net = net_opts[i + 1]
+            i += 2
+        elif o == "--vhost":
+            vhost = True
+            i += 1
+        else:
+            raise BenchError(f"linux guest: unsupported qemu-run.sh network option '{o}' (known: --net, --vhost)")
+    if net is None or net == "none":
+        return out
+    if net == "user":
+        return ["-netdev", "user,id=n0", "-device", backends.NIC]
+    if net.startswith("tap:"):
+        netdev = f"tap,id=n0,ifname={net[4:]},script=no,downscript=no" + (",vhost=on" if vhost else "")
+        return ["-netdev", netdev, "-device", backends.NIC]
+    raise BenchError(f"linux guest: unknown --net '{net}' (user|tap:IFNAME|none)")
+
+
+class LinuxBoot(Boot):
+    """A Boot whose accelerator is known from its own command line."""
+
+    def __init__(self, proc, accel):
+        super().__init__(proc)
+        self._accel = accel
+
+    def accel(self):
+        return self._accel
+
+
+class Linux:
+    """A stock Debian kernel serving stock sockperf/iperf (host/linux-guest/)."""
+
+    name = "linux"
+    BUILD_TIMEOUT = 1200
+    # The peer measures; these of its keys become the row's own figures.
+    FROM_PEER = (("tps", "peer_tps"), ("transactions", "peer_transactions"), ("mbps", "peer_mbps"),
+                 ("lat_mean_ns", "peer_lat_mean_ns"), ("lat_p50_ns", "peer_lat_p50_ns"),
+                 ("lat_p90_ns", "peer_lat_p90_ns"), ("lat_p99_ns", "peer_lat_p99_ns"),
+                 ("lat_p999_ns", "peer_lat_p999_ns"), ("lat_max_ns", "peer_lat_max_ns"))
+
+    def __init__(self, matrix, log, directory=LINUX_DIR):
+        self.m = matrix
+        self.log = log
+        self.dir = directory
+        self.kernel = os.path.join(directory, "vmlinuz")
+        self.initrd = os.path.join(directory, "initrd.gz")
+        self.manifest = {}
+
+    def prepare(self):
+        """Build (or check) the guest: build.sh is idempotent and quick when
+        nothing changed."""
+        procs.require_tools(["qemu-system-x86_64", "timeout"])
+        self.log("linux guest: host/linux-guest/build.sh")
+        r = procs.run([LINUX_BUILD], timeout=self.BUILD_TIMEOUT, check=False)
+        if r.returncode:
+            raise BenchError(f"host/linux-guest/build.sh failed ({r.returncode}); its output:\n"
+                             f"{(r.stdout + r.stderr).strip()[-1500:]}")
+        for f in (self.kernel, self.initrd):
+            if not os.path.isfile(f):
+                raise BenchError(f"linux guest: {f} missing after host/linux-guest/build.sh (run it by hand to see why)")
+        self.manifest = read_manifest(os.path.join(self.dir, "manifest"))
+
+    def describe(self):
+        """One line for the report header."""
+        mf = self.manifest
+        pk = {k[4:]: v for k, v in mf.items() if k.startswith("pkg.")}
+        return (f"guest linux: Debian kernel {mf.get('kernel', '?')} ({mf.get('kernel_pkg', '?')} "
+                f"{pk.get(mf.get('kernel_pkg'), '?')}), sockperf {pk.get('sockperf', '?')}, iperf {pk.get('iperf', '?')}, "
+                f"busybox {pk.get('busybox-static', '?')}; modules {mf.get('modules', '-')}; 1 vCPU, "
+                f"{GUEST_MEM_MIB} MiB, same NIC and backend; its tps/latency/Mbit/s are the host peer's figures")
+
+    def supports(self, test, backend):
+        kind = TESTS[test]["kind"]
+        if kind == "rr" and self.m.rr_role != "server":
+            return "the linux guest only serves (stock sockperf server): use rr.role=server"
+        if kind == "stream" and self.m.stream_role != "server":
+            return "the linux guest only serves (stock iperf -s): use stream.role=server"
+        if test == "ping" and backend.name == "user":
+            return "slirp does not forward ICMP to the guest: ping needs tap, vhost or vhost-user"
+        return None
+
+    def keys(self, run, backend):
+        """The guest's words on the kernel command line (host/linux-guest/init)."""
+        g = backend.guest_keys()
+        k = {"vnl.test": run.test, "vnl.backend": run.backend.replace(":", "/").replace(",", "+"),
+             "vnl.ip": g["ip"]}
+        if g.get("gw"):
+            k["vnl.gw"] = g["gw"]
+        kind = TESTS[run.test]["kind"]
+        if kind == "rr":
+            k.update({"vnl.app": "rr", "vnl.proto": run.test[:3], "vnl.port": peers.SOCKPERF_PORT})
+        elif kind == "stream":
+            k.update({"vnl.app": "stream", "vnl.port": peers.IPERF_PORT})
+        else:
+            k["vnl.app"] = "ping"
+        # The host client decides sizes and duration; the guest serves until
+        # eth0 is idle for vnl.idle s, a "stop", or the run's hard limit.
+        k.update({"vnl.wait": 60, "vnl.idle": 2, "vnl.seconds": run.params["seconds"] + self.m.warmup + 60})
+        return k
+
+    def argv(self, run, backend, timeout):
+        """(QEMU command line under `timeout`, kernel command line)."""
+        cmdline = "console=ttyS0 quiet panic=-1 " + " ".join(f"{a}={b}" for a, b in self.keys(run, backend).items())
+        net_opts, extra = backend.qemu_net()
+        accel = pick_accel(self.m.accel)
+        cpu = ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-accel", "tcg", "-cpu", "max"]
+        argv = ["timeout", "--kill-after=5", str(timeout), "qemu-system-x86_64",
+                "-M", self.m.machine, *cpu, "-m", str(GUEST_MEM_MIB), "-smp", "1",
+                "-nodefaults", "-display", "none", "-no-reboot", "-serial", "stdio", "-monitor", "none",
+                "-name", "linux,debug-threads=on",
+                "-kernel", self.kernel, "-initrd", self.initrd, "-append", cmdline,
+                *qemu_net_args(net_opts), *extra]
+        if self.m.pin.get("qemu"):
+            argv = ["taskset", "-c", self.m.pin["qemu"]] + argv
+        return argv, cmdline, accel
+
+    def start(self, run, backend, timeout):
+        argv, cmdline, accel = self.argv(run, backend, timeout)
+        return LinuxBoot(Proc("qemu", backend.wrap(argv)), accel), cmdline
+
+    def complete(self, row):
+        """The guest runs stock servers, which measure nothing: its
+        throughput and latency are the host peer's (sockperf --full-rtt
+        round trips, iperf Mbit/s; ping's are already the row's own)."""
+        took = False
+        for mine, theirs in self.FROM_PEER:
+            if row.get(mine) is None and row.get(theirs) is not None:
+                row[mine] = row[theirs]
+                took = True
+        if took:
+            row["figures_from"] = "peer"
+
+
+def read_manifest(path):
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                k, eq, v = line.strip().partition("=")
+                if eq:
+                    out[k] = v
+    except OSError:
+        pass
+    return out
+
+
+KINDS = {"vnetlab": Vnetlab, "linux": Linux}
 
 
 def make(name, matrix, log):

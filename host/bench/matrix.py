@@ -43,7 +43,7 @@ KEYS = {
     "variants": ("", "variant names (from the variants makefile or defined with `variant NAME = VARS`)"),
     "tests": ("tcp_rr,tcp_stream", "tests: " + ", ".join(TESTS) + " (aliases rr, stream, maerts)"),
     "backends": ("tap", "backends: tap[:tx=bh|timer], vhost[:poll-us=N], vhost-user, user"),
-    "guests": ("vnetlab", "guests whose results form columns (vnetlab; others can be added in guests.py)"),
+    "guests": ("vnetlab", "guests whose results form columns: vnetlab (one column per variant), linux (a stock Debian kernel serving stock sockperf/iperf; needs rr.role/stream.role=server)"),
     "repetitions": ("3", "repetitions of every configuration"),
     "seconds": ("10", "measured seconds per run"),
     "warmup": ("1", "guest warm-up seconds before measuring"),
@@ -240,6 +240,9 @@ class Matrix:
         self.run_timeout = int(s["run_timeout"]) if str(s["run_timeout"]).strip() else self.seconds + self.warmup + 60
 
         self.columns = [(g, v) for g in self.guests for v in (self.variants if g == "vnetlab" else [g])]
+        clash = [v for v in self.variants if v in self.guests and v != "vnetlab"] if "vnetlab" in self.guests else []
+        if clash:
+            raise BenchError(f"variant name(s) {', '.join(clash)} are also guest names and would share a column: rename the variant")
         base = s["baseline"] or self.column_name(*self.columns[0])
         names = [self.column_name(*c) for c in self.columns]
         if base not in names:

@@ -32,6 +32,7 @@ TOOL_PACKAGES = {
     "dpdk-testpmd": "dpdk-dev",
     "make": "make",
     "gcc": "gcc",
+    "timeout": "coreutils",
 }
 
 

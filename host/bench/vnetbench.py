@@ -275,6 +275,9 @@ def main(argv):
         for g in m.guests:
             kinds[g] = guests.make(g, m, (lambda s: None) if a.quiet else (lambda s: print(f"vnetbench: {s}", flush=True)))
             kinds[g].prepare()
+            describe = getattr(kinds[g], "describe", None)
+            if describe:
+                meta["notes"].append(describe())
         overhead = []
         # A backend this host cannot run was announced once above; its runs
         # are left out rather than listed one by one.

@@ -9,19 +9,9 @@ import os
 import re
 import subprocess
 
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, TOP, Fail
+from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, TOP, Fail, linked_variants
 
-# Linked by `make variants-link` into build/v/<name>/vnetlab.elf; together
-# they cover every TX_RECLAIM, every TX_KICK, EVENT_IDX on and off, and both
-# values of AVAIL_PUBLISH, TXHDR and ZEROCOPY.
-VARIANTS = (
-    "before-every-ei1-eager-inline-zc1",
-    "after-burst-ei0-batched-chain-zc1",
-    "v1-deferred-ei1-batched-inline-zc0",
-    "v2-every-ei0-eager-chain-zc0",
-    "lazy-timer-ei1-eager-inline-zc1",
-    "poll-deferred-ei0-eager-inline-zc1",
-)
+VARIANTS = linked_variants()
 KICK_TIMER_NS = 150_000  # vnet_policy.h VNET_KICK_TIMER_US default
 
 

@@ -215,6 +215,116 @@ def test_harness_refuses_namespace_backends_without_root(t):
         raise Fail(f"as nobody, expected the vhost-user backend refused with the fix named, got {r.returncode}: {r.stderr.strip()[-400:]}")
 
 
+def test_harness_linux_guest_command_line(t):
+    """The `linux` guest kind without booting it: its column, what it
+    refuses, its QEMU and kernel command lines (same machine, memory, NIC and
+    backend as the appliance), the peer's figures becoming the row's, and
+    the initramfs writer."""
+    import backends
+    import guests
+    import matrix
+    sys.path.insert(0, os.path.join(TOP, "host", "linux-guest"))
+    import mkcpio
+
+    def mx(**kw):
+        s = {"guests": "vnetlab linux", "tests": "udp_rr tcp_rr ping", "rr.role": "server", "rr.sizes": "64/64",
+             "rr.instances": "1", "accel": "tcg", "seconds": "3", "warmup": "1"}
+        s.update(kw)
+        return matrix.Matrix(s, {"appliance": ""}, lambda v: None, list(guests.KINDS))
+
+    m = mx()
+    if [m.column_name(*c) for c in m.columns] != ["appliance", "linux"] or m.baseline != "appliance":
+        raise Fail(f"columns: expected appliance (the variant) then linux, got {m.columns}, baseline {m.baseline}")
+    try:
+        matrix.Matrix({"guests": "vnetlab linux", "variants": "linux"}, {"linux": ""}, lambda v: None, list(guests.KINDS))
+        raise Fail("a variant named like a guest must be refused (the two would share a column)")
+    except BenchError as e:
+        if "share a column" not in str(e):
+            raise Fail(f"variant/guest name clash: unexpected message {e}")
+    with tempfile.TemporaryDirectory() as d:
+        lin = guests.Linux(m, lambda s: None, directory=d)
+        tap = backends.make("tap", "tap", {})
+        run = next(r for r in m.runs() if r.guest == "linux" and r.test == "udp_rr")
+        argv, cmdline, accel = lin.argv(run, tap, 75)
+        words = cmdline.split()
+        for w in ("console=ttyS0", "panic=-1", "vnl.app=rr", "vnl.proto=udp", "vnl.port=11111",
+                  "vnl.ip=10.77.0.2/24", "vnl.test=udp_rr", "vnl.backend=tap"):
+            if w not in words:
+                raise Fail(f"linux kernel command line lacks {w}: {cmdline}")
+        with open(os.path.join(TOP, "host", "qemu-run.sh")) as f:
+            nic = re.search(r'^nic="([^"]+)"', f.read(), re.M).group(1)
+
+        def after(opt):
+            return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == opt]
+
+        want = {"-M": ["pc"], "-accel": ["tcg"], "-m": ["512"], "-smp": ["1"], "-device": [nic],
+                "-netdev": ["tap,id=n0,ifname=vnbtap0,script=no,downscript=no"],
+                "-kernel": [os.path.join(d, "vmlinuz")], "-initrd": [os.path.join(d, "initrd.gz")]}
+        for opt, v in want.items():
+            if after(opt) != v:
+                raise Fail(f"linux QEMU {opt}: expected {v}, got {after(opt)} in {argv}")
+        if argv[:4] != ["timeout", "--kill-after=5", "75", "qemu-system-x86_64"] or accel != "tcg":
+            raise Fail(f"the linux guest's QEMU must run under a hard timeout: {argv[:5]}")
+        vu = backends.make("vhost-user", "vhost-user", {})
+        vu.sock = "/nonexistent/vhost-user.sock"
+        argv, _, _ = lin.argv(run, vu, 75)
+        if after("-device") != [nic + ",vectors=0"] or "-numa" not in argv or "-netdev" not in argv:
+            raise Fail(f"vhost-user: the backend's own NIC and memory arguments, once: {argv}")
+        if lin.supports("udp_rr", tap) or lin.supports("ping", tap):
+            raise Fail("rr.role=server and ping on tap must be supported")
+        why = guests.Linux(mx(**{"rr.role": "client", "rr.instances": "1"}), lambda s: None, d).supports("tcp_rr", tap)
+        if not why or "rr.role=server" not in why:
+            raise Fail(f"rr.role=client must be refused with the fix named, got {why!r}")
+    row = {"peer_tps": 9000.0, "peer_lat_p50_ns": 100000, "peer_lat_p99_ns": 200000, "peer_transactions": 90000}
+    lin.complete(row)
+    if row.get("tps") != 9000.0 or row.get("lat_p50_ns") != 100000 or row.get("figures_from") != "peer":
+        raise Fail(f"linux rows take the host peer's figures: {row}")
+    row = {"tps": 5.0, "lat_p50_ns": 7, "peer_tps": 9000.0}
+    guests.Vnetlab(m, lambda s: None).complete(row)
+    lin.complete(row)
+    if row["tps"] != 5.0 or row["lat_p50_ns"] != 7 or "figures_from" in row:
+        raise Fail(f"a guest's own figures are never replaced: {row}")
+
+    # The initramfs writer: newc entries, root-owned, device nodes without mknod.
+    with tempfile.TemporaryDirectory() as d:
+        os.makedirs(os.path.join(d, "root", "bin"))
+        os.makedirs(os.path.join(d, "root", "dev"))
+        os.chmod(os.path.join(d, "root", "bin"), 0o755)
+        with open(os.path.join(d, "root", "init"), "w") as f:
+            f.write("#!/bin/sh\n")
+        os.chmod(os.path.join(d, "root", "init"), 0o755)
+        os.symlink("busybox", os.path.join(d, "root", "bin", "sh"))
+        out = os.path.join(d, "initrd.gz")
+        mkcpio.main([os.path.join(d, "root"), out, "--node", "/dev/console:c:5:1:600"])
+        import gzip
+        data = gzip.open(out).read()
+        entries, off = {}, 0
+        while True:
+            h = data[off:off + 110]
+            if h[:6] != b"070701":
+                raise Fail(f"initrd: bad cpio magic at {off}: {h[:6]!r}")
+            f = [int(h[6 + 8 * i:14 + 8 * i], 16) for i in range(13)]
+            mode, uid, size, rmaj, rmin, nsz = f[1], f[2], f[6], f[9], f[10], f[11]
+            name = data[off + 110:off + 110 + nsz - 1].decode()
+            off = (off + 110 + nsz + 3) & ~3
+            body = data[off:off + size]
+            off = (off + size + 3) & ~3
+            if name == "TRAILER!!!":
+                break
+            entries[name] = (mode, uid, body, rmaj, rmin)
+        want = {"bin": (0o40755, None), "bin/sh": (0o120777, b"busybox"), "dev/console": (0o20600, b""),
+                "init": (0o100755, b"#!/bin/sh\n")}
+        for name, (mode, body) in want.items():
+            e = entries.get(name)
+            if not e or e[0] != mode or e[1] != 0 or (body is not None and e[2] != body):
+                raise Fail(f"initrd entry {name}: expected mode {mode:o} uid 0, got {e and (oct(e[0]), e[1], e[2])}")
+        if entries["dev/console"][3:] != (5, 1):
+            raise Fail(f"/dev/console must be char 5:1, got {entries['dev/console'][3:]}")
+    r = subprocess.run(["sh", "-n", os.path.join(TOP, "host", "linux-guest", "init")], capture_output=True, text=True, timeout=30)
+    if r.returncode:
+        raise Fail(f"host/linux-guest/init: sh -n: {r.stderr.strip()}")
+
+
 # ---- a real matrix ----
 
 def comm(pid):

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from lib import BUILD, NS_GUEST_IP, NS_PREFIX, TOP, Fail
+from lib import BUILD, NS_GUEST_IP, NS_PREFIX, TOP, Fail, linked_variants
 
 PEER = [sys.executable, os.path.join(TOP, "tests", "tools", "netpeer.py")]
 MIB = 1 << 20
@@ -158,14 +158,7 @@ def test_tap_malformed_frames(t):
 # never correctness. Smaller than the default build's 64 MiB to keep TCG
 # time reasonable; each still pushes thousands of full-size segments through
 # every reclaim and kick path.
-LINKED_VARIANTS = (
-    "before-every-ei1-eager-inline-zc1",
-    "after-burst-ei0-batched-chain-zc1",
-    "v1-deferred-ei1-batched-inline-zc0",
-    "v2-every-ei0-eager-chain-zc0",
-    "lazy-timer-ei1-eager-inline-zc1",
-    "poll-deferred-ei0-eager-inline-zc1",
-)
+LINKED_VARIANTS = linked_variants()
 
 
 def test_tap_tcp_integrity_every_policy_variant(t):

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# host/linux-guest/build.sh: a minimal stock Linux guest from Debian packages
+# only, for host/bench's `linux` guest kind (the column next to the appliance).
+#
+#   host/linux-guest/build.sh [--force]
+#
+# Fetches with `apt-get download` (this machine's own apt sources, signed
+# index; nothing is installed): the Debian kernel linux-image-amd64 depends
+# on, busybox-static, sockperf, iperf and the shared libraries they need
+# (libc6, libstdc++6, libgcc-s1). Unpacks them with dpkg-deb -x and writes
+#
+#   deps/linux-guest/vmlinuz      the Debian kernel, unmodified
+#   deps/linux-guest/initrd.gz    busybox, sockperf, iperf, their libraries and
+#                                 ld.so, the virtio-net modules (dependencies
+#                                 first, from modules.dep), host/linux-guest/init
+#   deps/linux-guest/manifest     key=value: kernel version, package versions
+#
+# Idempotent: when the package versions apt would fetch and this script, init
+# and mkcpio.py are unchanged, it only says so (well under a second). Needs
+# no root once apt's package lists are current (as root it runs
+# `apt-get update` once if the kernel package cannot be resolved).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+here=$top/host/linux-guest
+out=${VNETLAB_DEPS:-$top/deps}/linux-guest
+force=0
+[ "${1:-}" = --force ] && force=1
+[ $# -le $force ] || { echo "usage: $0 [--force]" >&2; exit 2; }
+
+say() { echo "linux-guest: $*"; }
+die() {
+	echo "linux-guest: error: $*" >&2
+	exit 1
+}
+
+for t in apt-get apt-cache dpkg-deb readelf python3 xz; do
+	command -v "$t" >/dev/null || die "missing host tool $t (Debian package $(
+		case $t in readelf) echo binutils ;; xz) echo xz-utils ;; python3) echo python3 ;; *) echo apt/dpkg ;; esac)); \`make deps\` as root installs it"
+done
+
+# Modules the NIC needs (with their dependencies from modules.dep), unless
+# the kernel has them built in.
+WANT_MODULES=(virtio_pci virtio_net)
+# Shared-library packages: the tools' NEEDED entries are looked up in them.
+LIB_PKGS=(libc6 libstdc++6 libgcc-s1)
+TOOLS=(usr/bin/sockperf usr/bin/iperf)
+
+# ---- what apt would fetch ----
+kernel_pkg() {
+	apt-cache depends linux-image-amd64 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }'
+}
+kpkg=$(kernel_pkg)
+if [ -z "$kpkg" ] && [ "$(id -u)" = 0 ]; then
+	say "apt cannot resolve linux-image-amd64; running apt-get update"
+	timeout 600 apt-get update -qq || die "apt-get update failed"
+	kpkg=$(kernel_pkg)
+fi
+[ -n "$kpkg" ] || die "apt cannot resolve the kernel package of linux-image-amd64 (stale package lists: as root run apt-get update)"
+PKGS=("$kpkg" busybox-static sockperf iperf "${LIB_PKGS[@]}")
+
+versions=""
+for p in "${PKGS[@]}"; do
+	v=$(apt-cache show --no-all-versions "$p" 2>/dev/null | awk '/^Version:/ { print $2; exit }')
+	[ -n "$v" ] || die "apt knows no package $p (as root: apt-get update)"
+	versions+="pkg.$p=$v"$'\n'
+done
+inputs=$(cat "$0" "$here/init" "$here/mkcpio.py" | sha256sum | cut -c1-16)
+want="${versions}inputs=$inputs"
+
+if [ $force = 0 ] && [ -f "$out/stamp" ] && [ -f "$out/vmlinuz" ] && [ -f "$out/initrd.gz" ] &&
+	[ "$(cat "$out/stamp")" = "$want" ]; then
+	say "up to date ($kpkg, $out)"
+	exit 0
+fi
+
+# ---- fetch and unpack ----
+work=$out/work
+rm -rf "$work" "$out/stamp"
+mkdir -p "$work/debs" "$work/pkgroot" "$work/root"
+say "downloading ${PKGS[*]}"
+# apt-get download writes into the current directory; running as root with
+# a directory _apt cannot read only earns a warning, so sandbox as root.
+(cd "$work/debs" && timeout 900 apt-get download -q -o APT::Sandbox::User=root "${PKGS[@]}" >/dev/null) ||
+	die "apt-get download ${PKGS[*]} failed (is Debian's archive reachable?)"
+for d in "$work"/debs/*.deb; do
+	timeout 300 dpkg-deb -x "$d" "$work/pkgroot" || die "dpkg-deb -x $d failed"
+done
+P=$work/pkgroot
+R=$work/root
+
+kdirs=("$P"/lib/modules/*/)
+[ ${#kdirs[@]} = 1 ] && [ -d "${kdirs[0]}" ] || die "expected one lib/modules/<version> in $kpkg"
+kver=$(basename "${kdirs[0]}")
+M=$P/lib/modules/$kver
+[ -f "$P/boot/vmlinuz-$kver" ] || die "$kpkg has no boot/vmlinuz-$kver"
+
+# ---- the initramfs tree ----
+mkdir -p "$R"/{bin,usr/bin,lib/x86_64-linux-gnu,lib64,etc,proc,sys,dev,tmp,"lib/modules/$kver"}
+cp "$P/bin/busybox" "$R/bin/busybox"
+for a in $("$P/bin/busybox" --list); do
+	[ "$a" = busybox ] || ln -sf busybox "$R/bin/$a"
+done
+install -m 755 "$here/init" "$R/init"
+for t in "${TOOLS[@]}"; do
+	[ -f "$P/$t" ] || die "$t missing from the unpacked packages"
+	cp "$P/$t" "$R/$t"
+done
+
+# Libraries: the NEEDED entries of the tools, recursively, from the unpacked
+# library packages (never from the host), plus the dynamic loader.
+find_lib() {
+	local d
+	for d in lib/x86_64-linux-gnu usr/lib/x86_64-linux-gnu; do
+		[ -e "$P/$d/$1" ] && { readlink -f "$P/$d/$1"; return 0; }
+	done
+	return 1
+}
+todo=("${TOOLS[@]/#/$R/}")
+declare -A seen=()
+while [ ${#todo[@]} -gt 0 ]; do
+	f=${todo[0]}
+	todo=("${todo[@]:1}")
+	for lib in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+		[ -n "${seen[$lib]:-}" ] && continue
+		seen[$lib]=1
+		src=$(find_lib "$lib") || die "library $lib (needed by ${f#"$R"/}) is in none of ${LIB_PKGS[*]}: add its package to LIB_PKGS"
+		cp "$src" "$R/lib/x86_64-linux-gnu/$lib"
+		todo+=("$R/lib/x86_64-linux-gnu/$lib")
+	done
+done
+cp "$(readlink -f "$P/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")" "$R/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+ln -sf /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$R/lib64/ld-linux-x86-64.so.2"
+
+# Modules: dependency closure from modules.dep, dependencies first; .ko.xz
+# unpacked (busybox insmod reads plain .ko).
+: >"$R/etc/vnl-modules"
+declare -A placed=()
+place_module() { # relative path in modules.dep
+	local rel=$1 dep
+	[ -n "${placed[$rel]:-}" ] && return 0
+	placed[$rel]=1
+	for dep in $(awk -v m="$rel:" '$1 == m { $1 = ""; print; exit }' "$M/modules.dep"); do
+		place_module "$dep"
+	done
+	local plain=${rel%.xz}
+	mkdir -p "$(dirname "$R/lib/modules/$kver/$plain")"
+	case "$rel" in
+	*.xz) xz -dc "$M/$rel" >"$R/lib/modules/$kver/$plain" || die "cannot unpack $rel" ;;
+	*.ko) cp "$M/$rel" "$R/lib/modules/$kver/$plain" ;;
+	*) die "module $rel: unsupported compression (expected .ko or .ko.xz)" ;;
+	esac
+	echo "$plain" >>"$R/etc/vnl-modules"
+}
+for m in "${WANT_MODULES[@]}"; do
+	rel=$(awk -F: -v m="$m" '{ n = $1; sub(/.*\//, "", n); sub(/\.ko(\.xz)?$/, "", n); if (n == m) { print $1; exit } }' "$M/modules.dep")
+	if [ -n "$rel" ]; then
+		place_module "$rel"
+	elif grep -qE "/$m\.ko$" "$M/modules.builtin" 2>/dev/null; then
+		: # built in
+	else
+		die "module $m is neither in modules.dep nor built into $kver"
+	fi
+done
+
+# ---- outputs ----
+python3 "$here/mkcpio.py" "$R" "$out/initrd.gz" --node /dev/console:c:5:1:600 --node /dev/null:c:1:3:666 ||
+	die "building the initramfs failed"
+cp "$P/boot/vmlinuz-$kver" "$out/vmlinuz"
+{
+	echo "kernel=$kver"
+	echo "kernel_pkg=$kpkg"
+	echo "modules=$(tr '\n' ' ' <"$R/etc/vnl-modules" | sed 's/ $//')"
+	printf '%s' "$versions"
+} >"$out/manifest"
+rm -rf "$work"
+printf '%s' "$want" >"$out/stamp"
+say "built $out: kernel $kver, initrd $(($(stat -c %s "$out/initrd.gz") / 1024)) KiB, modules: $(sed -n 's/^modules=//p' "$out/manifest")"
