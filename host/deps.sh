@@ -28,7 +28,7 @@ die() {
 # meson/ninja for picolibc, mtools + gdisk for the disk image, python3 for the
 # test runner and harness, iproute2/iputils for namespace tests.
 PKGS=(gcc make binutils qemu-system-x86 ovmf gnu-efi meson ninja-build
-	mtools gdisk python3 iproute2 iputils-ping xz-utils ca-certificates
+	mtools gdisk python3 iproute2 iputils-ping xz-utils ca-certificates clang-format
 	sockperf iperf python3-matplotlib dpdk-dev)
 
 install_packages() {
