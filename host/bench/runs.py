@@ -116,7 +116,8 @@ def execute(run, m, guest, logdir):
         if serves:
             if not boot.wait_ready(60):
                 err = boot.error()
-                raise BenchError(f"guest never listened: {err['msg'] if err else 'no listening line within 60s'}")
+                why = err["msg"] if err else ("no listening line within 60s" if boot.proc.alive() else "it ended without a listening line")
+                raise BenchError(f"guest never listened: {why}; console tail:\n{boot.proc.tail()}")
             t_p0 = time.monotonic()
             peer.start()
             sampler.watch("peer", _pid_of(peer.proc, peer.name))

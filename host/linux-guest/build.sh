@@ -12,7 +12,7 @@
 #   deps/linux-guest/vmlinuz      the Debian kernel, unmodified
 #   deps/linux-guest/initrd.gz    busybox, sockperf, iperf, their libraries and
 #                                 ld.so, the virtio-net modules (dependencies
-#                                 first, from modules.dep), host/linux-guest/init
+#                                 first, from their .modinfo), host/linux-guest/init
 #   deps/linux-guest/manifest     key=value: kernel version, package versions
 #
 # Idempotent: when the package versions apt would fetch and this script, init
@@ -39,8 +39,8 @@ for t in apt-get apt-cache dpkg-deb readelf python3 xz; do
 		case $t in readelf) echo binutils ;; xz) echo xz-utils ;; python3) echo python3 ;; *) echo apt/dpkg ;; esac)); \`make deps\` as root installs it"
 done
 
-# Modules the NIC needs (with their dependencies from modules.dep), unless
-# the kernel has them built in.
+# Modules the NIC needs (with their dependencies), unless the kernel has
+# them built in.
 WANT_MODULES=(virtio_pci virtio_net)
 # Shared-library packages: the tools' NEEDED entries are looked up in them.
 LIB_PKGS=(libc6 libstdc++6 libgcc-s1)
@@ -59,11 +59,11 @@ fi
 [ -n "$kpkg" ] || die "apt cannot resolve the kernel package of linux-image-amd64 (stale package lists: as root run apt-get update)"
 PKGS=("$kpkg" busybox-static sockperf iperf "${LIB_PKGS[@]}")
 
-versions=""
+# One apt-cache call (each costs most of a second): "pkg.NAME=VERSION" lines.
+versions=$(apt-cache show --no-all-versions "${PKGS[@]}" 2>/dev/null |
+	awk '/^Package:/ { p = $2 } /^Version:/ { print "pkg." p "=" $2 }')$'\n'
 for p in "${PKGS[@]}"; do
-	v=$(apt-cache show --no-all-versions "$p" 2>/dev/null | awk '/^Version:/ { print $2; exit }')
-	[ -n "$v" ] || die "apt knows no package $p (as root: apt-get update)"
-	versions+="pkg.$p=$v"$'\n'
+	grep -qF "pkg.$p=" <<<"$versions" || die "apt knows no package $p (as root: apt-get update)"
 done
 inputs=$(cat "$0" "$here/init" "$here/mkcpio.py" | sha256sum | cut -c1-16)
 want="${versions}inputs=$inputs"
@@ -77,6 +77,8 @@ fi
 # ---- fetch and unpack ----
 work=$out/work
 rm -rf "$work" "$out/stamp"
+# The unpacked packages (the whole kernel package) never outlive the script.
+trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/debs" "$work/pkgroot" "$work/root"
 say "downloading ${PKGS[*]}"
 # apt-get download writes into the current directory; running as root with
@@ -132,35 +134,42 @@ done
 cp "$(readlink -f "$P/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")" "$R/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
 ln -sf /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$R/lib64/ld-linux-x86-64.so.2"
 
-# Modules: dependency closure from modules.dep, dependencies first; .ko.xz
-# unpacked (busybox insmod reads plain .ko).
+# Modules: the dependency closure of WANT_MODULES (the `depends=` of each
+# module's .modinfo; the package ships no modules.dep, depmod makes it at
+# install time), dependencies first; .ko.xz unpacked (busybox insmod reads
+# plain .ko).
+declare -A kos=()
+while IFS= read -r f; do
+	n=$(basename "$f")
+	n=${n%.xz}
+	n=${n%.ko}
+	kos[${n//-/_}]=${f#"$M"/}
+done < <(find "$M/kernel" -name '*.ko' -o -name '*.ko.xz')
+[ ${#kos[@]} -gt 0 ] || die "no modules found under $M/kernel"
 : >"$R/etc/vnl-modules"
 declare -A placed=()
-place_module() { # relative path in modules.dep
-	local rel=$1 dep
-	[ -n "${placed[$rel]:-}" ] && return 0
-	placed[$rel]=1
-	for dep in $(awk -v m="$rel:" '$1 == m { $1 = ""; print; exit }' "$M/modules.dep"); do
-		place_module "$dep"
-	done
-	local plain=${rel%.xz}
+place_module() { # module name
+	local name=${1//-/_} rel plain dep
+	[ -n "${placed[$name]:-}" ] && return 0
+	placed[$name]=1
+	rel=${kos[$name]:-}
+	if [ -z "$rel" ]; then
+		grep -qE "/${name//_/[-_]}\.ko\$" "$M/modules.builtin" 2>/dev/null && return 0
+		die "module $name is neither in $kpkg nor built into $kver"
+	fi
+	plain=${rel%.xz}
 	mkdir -p "$(dirname "$R/lib/modules/$kver/$plain")"
 	case "$rel" in
 	*.xz) xz -dc "$M/$rel" >"$R/lib/modules/$kver/$plain" || die "cannot unpack $rel" ;;
-	*.ko) cp "$M/$rel" "$R/lib/modules/$kver/$plain" ;;
-	*) die "module $rel: unsupported compression (expected .ko or .ko.xz)" ;;
+	*) cp "$M/$rel" "$R/lib/modules/$kver/$plain" ;;
 	esac
+	for dep in $(readelf -p .modinfo "$R/lib/modules/$kver/$plain" | sed -n 's/.*\]  *depends=//p' | tr ',' ' '); do
+		place_module "$dep"
+	done
 	echo "$plain" >>"$R/etc/vnl-modules"
 }
 for m in "${WANT_MODULES[@]}"; do
-	rel=$(awk -F: -v m="$m" '{ n = $1; sub(/.*\//, "", n); sub(/\.ko(\.xz)?$/, "", n); if (n == m) { print $1; exit } }' "$M/modules.dep")
-	if [ -n "$rel" ]; then
-		place_module "$rel"
-	elif grep -qE "/$m\.ko$" "$M/modules.builtin" 2>/dev/null; then
-		: # built in
-	else
-		die "module $m is neither in modules.dep nor built into $kver"
-	fi
+	place_module "$m"
 done
 
 # ---- outputs ----
@@ -173,6 +182,5 @@ cp "$P/boot/vmlinuz-$kver" "$out/vmlinuz"
 	echo "modules=$(tr '\n' ' ' <"$R/etc/vnl-modules" | sed 's/ $//')"
 	printf '%s' "$versions"
 } >"$out/manifest"
-rm -rf "$work"
 printf '%s' "$want" >"$out/stamp"
 say "built $out: kernel $kver, initrd $(($(stat -c %s "$out/initrd.gz") / 1024)) KiB, modules: $(sed -n 's/^modules=//p' "$out/manifest")"

@@ -75,13 +75,17 @@ def main(argv):
     if len(nodes) * 2 != len(rest):
         raise SystemExit("mkcpio: only --node options may follow ROOT and OUT")
     tmp = out + ".tmp"
-    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
-        w = Writer(gz)
-        w.tree(root)
-        for n in nodes:
-            w.node(n)
-        w.trailer()
-    os.replace(tmp, out)
+    try:
+        with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
+            w = Writer(gz)
+            w.tree(root)
+            for n in nodes:
+                w.node(n)
+            w.trailer()
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 if __name__ == "__main__":
