@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "lwip/ip_addr.h"
+#include "lwip/tcp.h"
 
 /* arpping.c: driver-only ARP request/response against the host */
 void arpping_configure(void);
@@ -21,6 +22,13 @@ int echo_main(void);
 /* tcpcheck.c: outgoing TCP connection, data echoed back and verified */
 void tcpcheck_configure(void);
 int tcpcheck_main(void);
+
+/* tcpconn.c: a connection's raw-API callbacks, set and cleared together */
+void tcpconn_attach(struct tcp_pcb *pcb, void *arg, tcp_recv_fn recv, tcp_sent_fn sent,
+                    tcp_err_fn err);
+void tcpconn_detach(struct tcp_pcb *pcb);
+/* Move bytes from (*d, *n) into buf until it holds need; true once it does. */
+bool tcpconn_gather(uint8_t *buf, uint32_t *have, uint32_t need, const uint8_t **d, uint32_t *n);
 
 /* ctl.c: UDP control port: "stop" ends a serving app cleanly */
 #define CTL_PORT 9999

@@ -37,10 +37,7 @@ void echo_configure(void)
 
 static void conn_close(struct conn *c)
 {
-	tcp_arg(c->pcb, NULL);
-	tcp_recv(c->pcb, NULL);
-	tcp_sent(c->pcb, NULL);
-	tcp_err(c->pcb, NULL);
+	tcpconn_detach(c->pcb);
 	if (tcp_close(c->pcb) != ERR_OK)
 		tcp_abort(c->pcb);
 	if (c->pending)
@@ -126,10 +123,7 @@ static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	c->pcb = pcb;
 	tcp_conns++;
 	tcp_nagle_disable(pcb);
-	tcp_arg(pcb, c);
-	tcp_recv(pcb, on_recv);
-	tcp_sent(pcb, on_sent);
-	tcp_err(pcb, on_err);
+	tcpconn_attach(pcb, c, on_recv, on_sent, on_err);
 	return ERR_OK;
 }
 

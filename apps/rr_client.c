@@ -181,14 +181,7 @@ static void parse_tcp(struct inst *in, const uint8_t *d, uint32_t n)
 {
 	while (n) {
 		if (rr_cfg.sockperf && !in->left) {
-			uint32_t take = SP_HDR_LEN - in->hdr_have;
-			if (take > n)
-				take = n;
-			memcpy(in->hdr + in->hdr_have, d, take);
-			in->hdr_have += take;
-			d += take;
-			n -= take;
-			if (in->hdr_have < SP_HDR_LEN)
+			if (!tcpconn_gather(in->hdr, &in->hdr_have, SP_HDR_LEN, &d, &n))
 				return;
 			rr_sp_decode(in->hdr, &in->cur);
 			if (in->cur.len < SP_HDR_LEN || in->cur.len > RR_TCP_MAX)
@@ -315,10 +308,7 @@ static void open_instance(struct inst *in)
 		kernel_error("rr", "cannot open TCP connection %u (lwIP MEMP_NUM_TCP_PCB)",
 		             (unsigned)(in - insts));
 	tcp_nagle_disable(in->tcp); /* a request goes out the moment it is written */
-	tcp_arg(in->tcp, in);
-	tcp_recv(in->tcp, on_recv);
-	tcp_sent(in->tcp, on_sent);
-	tcp_err(in->tcp, on_err);
+	tcpconn_attach(in->tcp, in, on_recv, on_sent, on_err);
 	if (tcp_connect(in->tcp, &rr_cfg.peer, rr_cfg.port, on_connected) != ERR_OK)
 		kernel_error("rr", "tcp_connect to %s:%u failed", peer_str(), rr_cfg.port);
 }
@@ -370,10 +360,7 @@ static void close_all(void)
 			udp_remove(in->udp);
 		if (!in->tcp)
 			continue;
-		tcp_arg(in->tcp, NULL);
-		tcp_recv(in->tcp, NULL); /* lwIP's default: discard, close on FIN */
-		tcp_sent(in->tcp, NULL);
-		tcp_err(in->tcp, NULL);
+		tcpconn_detach(in->tcp);
 		if (tcp_close(in->tcp) != ERR_OK)
 			tcp_abort(in->tcp);
 	}

@@ -77,10 +77,7 @@ static void conn_free(struct conn *c)
 static err_t conn_close(struct conn *c, bool abort)
 {
 	struct tcp_pcb *pcb = c->pcb;
-	tcp_arg(pcb, NULL);
-	tcp_recv(pcb, NULL);
-	tcp_sent(pcb, NULL);
-	tcp_err(pcb, NULL);
+	tcpconn_detach(pcb);
 	conn_free(c);
 	if (!abort && tcp_close(pcb) == ERR_OK)
 		return ERR_OK;
@@ -216,10 +213,7 @@ static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	conns_open++;
 	rr_st.peers = ++conns_seen;
 	tcp_nagle_disable(pcb); /* a reply goes out the moment it is written */
-	tcp_arg(pcb, c);
-	tcp_recv(pcb, on_recv);
-	tcp_sent(pcb, on_sent);
-	tcp_err(pcb, on_err);
+	tcpconn_attach(pcb, c, on_recv, on_sent, on_err);
 	return ERR_OK;
 }
 

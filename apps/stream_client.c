@@ -56,10 +56,7 @@ static void make_header(uint8_t h[STREAM_HDR_LEN])
 static err_t close_conn(struct sconn *s)
 {
 	struct tcp_pcb *pcb = s->pcb;
-	tcp_arg(pcb, NULL);
-	tcp_recv(pcb, NULL);
-	tcp_sent(pcb, NULL);
-	tcp_err(pcb, NULL);
+	tcpconn_detach(pcb);
 	s->pcb = NULL;
 	closed++;
 	if (tcp_close(pcb) == ERR_OK)
@@ -138,10 +135,7 @@ static void open_conn(struct sconn *s)
 	s->pcb = tcp_new();
 	if (!s->pcb)
 		kernel_error("stream", "cannot open TCP connection %u", (unsigned)(s - conns));
-	tcp_arg(s->pcb, s);
-	tcp_recv(s->pcb, on_recv);
-	tcp_sent(s->pcb, on_sent);
-	tcp_err(s->pcb, on_err);
+	tcpconn_attach(s->pcb, s, on_recv, on_sent, on_err);
 	if (tcp_connect(s->pcb, &stream_cfg.peer, stream_cfg.port, on_connected) != ERR_OK)
 		kernel_error("stream", "tcp_connect to %s:%u failed", peer_str(), stream_cfg.port);
 }

@@ -51,10 +51,7 @@ static void forget(struct srv_conn *c)
 static err_t conn_close(struct srv_conn *c, bool abort)
 {
 	struct tcp_pcb *pcb = c->s.pcb;
-	tcp_arg(pcb, NULL);
-	tcp_recv(pcb, NULL);
-	tcp_sent(pcb, NULL);
-	tcp_err(pcb, NULL);
+	tcpconn_detach(pcb);
 	forget(c);
 	if (!abort && tcp_close(pcb) == ERR_OK)
 		return ERR_CLSD;
@@ -138,14 +135,7 @@ static err_t feed(struct srv_conn *c, const uint8_t *d, uint32_t n)
 			stream_received(&c->s, d, n);
 			return ERR_OK;
 		}
-		uint32_t take = c->hdr_need - c->hdr_have;
-		if (take > n)
-			take = n;
-		memcpy(c->hdr + c->hdr_have, d, take);
-		c->hdr_have += take;
-		d += take;
-		n -= take;
-		if (c->hdr_have < c->hdr_need)
+		if (!tcpconn_gather(c->hdr, &c->hdr_have, c->hdr_need, &d, &n))
 			return ERR_OK;
 		uint32_t len = header_len(stream_be32(c->hdr));
 		if (!c->hdr_sized) {
@@ -236,10 +226,7 @@ static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	c->hdr_need = 4;
 	conns_open++;
 	stream_st.peers = ++conns_seen;
-	tcp_arg(pcb, c);
-	tcp_recv(pcb, on_recv);
-	tcp_sent(pcb, on_sent);
-	tcp_err(pcb, on_err);
+	tcpconn_attach(pcb, c, on_recv, on_sent, on_err);
 	return ERR_OK;
 }
 

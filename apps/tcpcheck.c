@@ -125,9 +125,7 @@ int tcpcheck_main(void)
 	if (!pcb)
 		kernel_error("tcpcheck", "tcp_new failed");
 	tcp_nagle_disable(pcb);
-	tcp_recv(pcb, on_recv);
-	tcp_sent(pcb, on_sent);
-	tcp_err(pcb, on_err);
+	tcpconn_attach(pcb, NULL, on_recv, on_sent, on_err);
 	if (tcp_connect(pcb, &peer, (u16_t)port, on_connected) != ERR_OK)
 		kernel_error("tcpcheck", "tcp_connect to %s:%lu failed", ipaddr_ntoa(&peer), port);
 	uint64_t t0 = clock_ns();
