@@ -183,12 +183,13 @@ static uint64_t arpping_exchange(uint64_t seq, uint8_t peer_mac[6])
 		if (vnet_poll(ap.vn) < 0)
 			arpping_device_failed();
 		while ((rc = vnet_rx(ap.vn, &f)) > 0) {
-			int hit = arpping_input(f.data, f.len, deadline);
+			/* ARP fits the first buffer; longer frames are not ours */
+			int hit = arpping_input(f.buf[0].data, f.buf[0].len, deadline);
 			uint64_t t1 = clock_ns();
 
 			if (hit)
-				memcpy(peer_mac, (const uint8_t *)f.data + 22, 6);
-			vnet_rx_release(ap.vn, f.handle);
+				memcpy(peer_mac, (const uint8_t *)f.buf[0].data + 22, 6);
+			vnet_rx_release_frame(ap.vn, &f);
 			if (hit)
 				return t1 - t0;
 		}

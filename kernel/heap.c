@@ -15,6 +15,11 @@ void heap_init(size_t bytes)
 	heap_end = heap_base + bytes;
 }
 
+size_t heap_size(void)
+{
+	return (size_t)(heap_end - heap_base);
+}
+
 void *sbrk(ptrdiff_t incr);
 void *sbrk(ptrdiff_t incr)
 {

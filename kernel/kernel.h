@@ -70,6 +70,7 @@ void paging_map_mmio(uint64_t phys, uint64_t len);
 
 /* heap.c: sbrk() for picolibc's malloc */
 void heap_init(size_t bytes);
+size_t heap_size(void); /* bytes malloc may use in all */
 
 /* acpi.c: find tables from the RSDP */
 void acpi_init(uint64_t rsdp);

@@ -8,7 +8,7 @@
 #     TX_RECLAIM=before|after|v1|v2|lazy|poll   TX_KICK=every|burst|deferred|timer
 #     EVENT_IDX=0|1   AVAIL_PUBLISH=eager|batched   TXHDR=inline|chain   ZEROCOPY=0|1
 #     RECLAIM_K=N  LAZY_THRESH=N  KICK_BURST_MAX=N  KICK_TIMER_US=N  QUEUE_MAX=N
-#     MRG_RXBUF=0|1  CSUM=0|1  NOTIFICATION_DATA=0|1
+#     OFFLOAD=lro|tso|csum|none  MRG_RXBUF=0|1  NOTIFICATION_DATA=0|1
 #     (unset variables keep the header's defaults; changing them rebuilds
 #     the driver objects, see VARIANT_STAMP)
 #   make variants   every legal TX_RECLAIM x TX_KICK x EVENT_IDX x AVAIL_PUBLISH
@@ -17,7 +17,8 @@
 #   make unit       host unit tests (tests/unit/unit.mk)
 #
 # A variant's name spells its choices in that order, plus optional extras:
-#   before-every-ei1-eager-inline-zc1[-csum][-mrg][-nd]
+#   before-every-ei1-eager-inline-zc1[-off_none|-off_csum|-off_tso][-mrg][-nd]
+# (no -off_ word: the default, offload=tso+lro)
 
 VARIANT_RECLAIMS := before after v1 v2 lazy poll
 VARIANT_KICKS    := every burst deferred timer
@@ -31,6 +32,11 @@ VARIANT_UC_every := EVERY
 VARIANT_UC_burst := BURST
 VARIANT_UC_deferred := DEFERRED
 VARIANT_UC_timer := TIMER
+VARIANT_OFFLOADS := lro tso csum none
+VARIANT_UC_off_lro := LRO
+VARIANT_UC_off_tso := TSO
+VARIANT_UC_off_csum := CSUM
+VARIANT_UC_off_none := NONE
 
 variant_pick = $(if $(filter $(2),$(3)),$(2),$(error $(1)=$(2): expected one of $(3)))
 variant_01 = $(if $(filter 0 1,$(2)),$(2),$(error $(1)=$(2): expected 0 or 1))
@@ -58,8 +64,8 @@ endif
 ifdef MRG_RXBUF
 VARIANT_CFLAGS += -DVNET_MRG_RXBUF=$(call variant_01,MRG_RXBUF,$(MRG_RXBUF))
 endif
-ifdef CSUM
-VARIANT_CFLAGS += -DVNET_CSUM=$(call variant_01,CSUM,$(CSUM))
+ifdef OFFLOAD
+VARIANT_CFLAGS += -DVNET_OFFLOAD=VNET_OFFLOAD_$(VARIANT_UC_off_$(call variant_pick,OFFLOAD,$(OFFLOAD),$(VARIANT_OFFLOADS)))
 endif
 ifdef NOTIFICATION_DATA
 VARIANT_CFLAGS += -DVNET_NOTIFICATION_DATA=$(call variant_01,NOTIFICATION_DATA,$(NOTIFICATION_DATA))
@@ -90,7 +96,7 @@ variant_flags = -DVNET_TX_RECLAIM=VNET_RECLAIM_$(VARIANT_UC_$(call variant_word,
 	-DVNET_AVAIL_BATCHED=$(if $(filter batched,$(call variant_word,$(1),4)),1,0) \
 	-DVNET_TXHDR_INLINE=$(if $(filter inline,$(call variant_word,$(1),5)),1,0) \
 	-DVNET_ZEROCOPY=$(patsubst zc%,%,$(call variant_word,$(1),6)) \
-	$(if $(filter csum,$(subst -, ,$(1))),-DVNET_CSUM=1) \
+	$(foreach o,none csum tso,$(if $(filter off_$(o),$(subst -, ,$(1))),-DVNET_OFFLOAD=VNET_OFFLOAD_$(VARIANT_UC_off_$(o)))) \
 	$(if $(filter mrg,$(subst -, ,$(1))),-DVNET_MRG_RXBUF=1) \
 	$(if $(filter nd,$(subst -, ,$(1))),-DVNET_NOTIFICATION_DATA=1)
 
@@ -99,12 +105,21 @@ VARIANT_CROSS := $(foreach r,$(VARIANT_RECLAIMS),$(foreach k,$(VARIANT_KICKS),$(
 	$(r)-$(k)-ei$(e)-$(a)-$(h)-zc$(z)))))))
 # kick=every with avail=batched is rejected by vnet_policy.h (#error).
 VARIANT_LEGAL := $(foreach v,$(VARIANT_CROSS),$(if $(and $(findstring -every-,$(v)),$(findstring -batched-,$(v))),,$(v))) \
-	before-every-ei1-eager-inline-zc1-csum-mrg-nd poll-burst-ei0-batched-chain-zc0-csum-mrg-nd
+	$(foreach o,none csum tso,$(foreach k,$(VARIANT_KICKS),before-$(k)-ei1-eager-inline-zc1-off_$(o))) \
+	before-every-ei1-eager-inline-zc1-off_csum-mrg-nd poll-burst-ei0-batched-chain-zc0-off_none-mrg-nd
 # Linked and booted (tests/cases/test_driver.py): each TX_RECLAIM, each
 # TX_KICK, EVENT_IDX both ways, and both values of the other three.
 VARIANT_LINKED := before-every-ei1-eager-inline-zc1 after-burst-ei0-batched-chain-zc1 \
 	v1-deferred-ei1-batched-inline-zc0 v2-every-ei0-eager-chain-zc0 \
 	lazy-timer-ei1-eager-inline-zc1 poll-deferred-ei0-eager-inline-zc1
+# Linked for the offload integrity tests (tests/cases/test_offload.py):
+# every OFFLOAD level x every TX_KICK (the default level: the names above
+# without an -off_ word, plus these).
+VARIANT_OFFLOAD_LINKED := $(foreach o,none csum tso,$(foreach k,$(VARIANT_KICKS),\
+	before-$(k)-ei1-eager-inline-zc1-off_$(o))) \
+	before-burst-ei1-eager-inline-zc1 before-deferred-ei1-eager-inline-zc1 \
+	before-timer-ei1-eager-inline-zc1
+VARIANT_LINKED += $(VARIANT_OFFLOAD_LINKED)
 
 VARIANT_DIR := $(O)/v
 # virtq.c and virtio_pci.c read no policy (only VIRTQ_MAX_SIZE): the main

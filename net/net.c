@@ -12,6 +12,8 @@
 #include "kernel/kernel.h"
 #include "lwip/dhcp.h"
 #include "lwip/init.h"
+#include "lwip/priv/memp_priv.h"
+#include "lwip/tcp.h"
 #include "lwip/stats.h"
 #include "lwip/timeouts.h"
 #include "net/net.h"
@@ -134,6 +136,25 @@ static bool dhcp_bound(void *unused)
 	return dhcp_supplied_address(&netif);
 }
 
+/* Once at boot: what this build set aside for the data path, so a run's
+ * memory footprint is on record next to its results. */
+static void print_memory(void)
+{
+	size_t rx, tx, rings, pools = 0;
+
+	vnet_memory(vn, &rx, &tx, &rings);
+	for (int i = 0; i < MEMP_MAX; i++)
+		pools += (size_t)memp_pools[i]->num * memp_pools[i]->size;
+	printf("memory {\"rx_buffers\":%lu,\"tx_slots\":%lu,\"rings\":%lu,\"lwip_pools\":%lu,"
+	       "\"heap\":%lu,\"tcp_wnd\":%lu,\"tcp_snd_buf\":%lu,\"offloads\":\"%s%s%s%s\"}\n",
+	       (unsigned long)rx, (unsigned long)tx, (unsigned long)rings, (unsigned long)pools,
+	       (unsigned long)heap_size(), (unsigned long)TCP_WND, (unsigned long)TCP_SND_BUF,
+	       vnet_offloads(vn) & VNET_OFF_TX_CSUM ? "tx_csum," : "",
+	       vnet_offloads(vn) & VNET_OFF_RX_CSUM ? "rx_csum," : "",
+	       vnet_offloads(vn) & VNET_OFF_TSO4 ? "tso4," : "",
+	       vnet_offloads(vn) & VNET_OFF_LRO4 ? "lro4," : "");
+}
+
 void net_up(void)
 {
 	char err[160];
@@ -146,6 +167,7 @@ void net_up(void)
 		kernel_error("net", "netif_add failed");
 	netif_set_default(&netif);
 	netif_set_up(&netif);
+	print_memory();
 	if (vnet_link_up(vn))
 		netif_set_link_up(&netif);
 	else
@@ -160,7 +182,7 @@ void net_up(void)
 	printf("net ip=%s", ip4addr_ntoa(netif_ip4_addr(&netif)));
 	printf(" mask=%s", ip4addr_ntoa(netif_ip4_netmask(&netif)));
 	printf(" gw=%s mac=%02x:%02x:%02x:%02x:%02x:%02x mtu=%u config=%s\n",
-	       ip4addr_ntoa(netif_ip4_gw(&netif)), m[0], m[1], m[2], m[3], m[4], m[5], netif.mtu,
+	       ip4addr_ntoa(netif_ip4_gw(&netif)), m[0], m[1], m[2], m[3], m[4], m[5], vnet_mtu(vn),
 	       use_dhcp ? "dhcp" : "static");
 }
 
@@ -175,6 +197,13 @@ void net_print_counters(void)
 	vnet_print_counters(vn);
 	const struct stats_mem *pool = lwip_stats.memp[MEMP_PBUF_POOL];
 	const struct stats_mem *seg = lwip_stats.memp[MEMP_TCP_SEG];
+	const struct vnetif_stats *ns = vnetif_stats();
+	printf("NETIF {\"tx_clones\":%lu,\"tx_csum\":%lu,\"tx_tso\":%lu,\"tx_acks\":%lu,"
+	       "\"tso_conns\":%lu,\"tso_no_pcb\":%lu,\"rx_copies\":%lu,\"rx_nomem\":%lu,"
+	       "\"rx_big\":%lu,\"rx_drops\":%lu,\"ip_frags\":%lu}\n",
+	       ns->tx_clones, offload_st.tx_csum, offload_st.tx_tso, offload_st.tx_acks,
+	       offload_st.tso_conns, offload_st.tso_no_pcb, ns->rx_copies, ns->rx_nomem, ns->rx_big,
+	       ns->rx_drops, ns->ip_frags);
 	printf("LWIPSTATS {\"link_drop\":%u,\"link_err\":%u,\"link_memerr\":%u,\"tx_drops\":%lu,"
 	       "\"etharp_drop\":%u,\"ip_drop\":%u,\"ip_chkerr\":%u,\"ip_lenerr\":%u,"
 	       "\"icmp_drop\":%u,\"udp_drop\":%u,\"udp_chkerr\":%u,\"tcp_drop\":%u,"

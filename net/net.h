@@ -33,8 +33,40 @@ uint64_t net_lwip_drops(void); /* frames/segments lwIP dropped (all layers) */
 
 /* netif.c: the lwIP netif on the driver (zero-copy RX, burst TX) */
 struct vnet;
+struct vnet_txo;
+struct tcp_pcb;
+struct vnetif_stats {
+	uint64_t tx_drops;  /* frames dropped after bounded back-pressure, or unsendable */
+	uint64_t tx_clones; /* frames flattened into a copy before sending (zero copy lost) */
+	uint64_t rx_copies; /* frames copied because the stack held half the RX ring */
+	uint64_t rx_nomem;  /* frames dropped: no memory for that copy */
+	uint64_t rx_big;    /* frames over 64 KB handed to IP without the Ethernet header */
+	uint64_t rx_drops;  /* frames over 64 KB that are not IPv4 to our MAC */
+	uint64_t ip_frags;  /* datagrams netif.c fragmented at the link MTU */
+};
 err_t vnetif_init(struct netif *netif);     /* netif_add() init callback; state = struct vnet * */
 void vnetif_input_all(struct netif *netif); /* hand every received frame to lwIP */
-uint64_t vnetif_tx_drops(void);             /* frames dropped after bounded back-pressure */
+uint64_t vnetif_tx_drops(void);
+const struct vnetif_stats *vnetif_stats(void);
+
+/* offload.c: checksum offload and TSO on the lwIP side */
+struct offload_stats {
+	uint64_t tx_csum;    /* TCP frames sent NEEDS_CSUM */
+	uint64_t tx_tso;     /* of those, GSO frames (larger than the MTU) */
+	uint64_t tx_acks;    /* TCP frames without payload, SYN, FIN or RST: pure ACKs */
+	uint64_t tso_no_pcb; /* TSO frames whose connection was not found (MTU-based MSS) */
+	uint64_t tso_conns;  /* connections sized for TSO */
+};
+extern struct offload_stats offload_st;
+void offload_init(struct netif *netif, unsigned vnet_offloads, uint16_t link_mtu);
+bool offload_tso(void);                         /* the device takes 64 KB TCP segments */
+uint16_t offload_rx_flags(uint32_t vnet_flags); /* lwIP checksum flags for one received frame */
+/* Fill o for the Ethernet frame p: 1 = offload requested (TCP checksum
+ * field now holds the pseudo-header sum), 0 = none, -1 = headers not in
+ * the first pbuf (flatten, then ask again). */
+int offload_tx(struct pbuf *p, struct vnet_txo *o, uint16_t max_frame);
+/* From a connected callback: size an established connection for TSO now
+ * (the input hook does it on the connection's next segment otherwise). */
+void offload_tcp_established(struct tcp_pcb *pcb);
 
 #endif

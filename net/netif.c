@@ -1,18 +1,28 @@
 /*
  * netif.c: lwIP's network interface on the vnet driver.
  *
- * RX is zero-copy: each received frame becomes a custom pbuf (PBUF_REF)
- * whose payload is the driver's buffer; lwIP's final pbuf_free() gives the
- * buffer back to the RX ring. TX hands the pbuf chain to the driver as a
- * scatter list; in zero-copy builds the chain is referenced until the driver
- * reclaims it (tx_done), in copy builds the driver copies it at once.
- * The pbuf_custom lives in the driver's per-buffer scratch area
- * (VNET_RX_PRIV_SIZE), so receiving allocates nothing.
+ * RX is zero-copy: each received buffer becomes a custom pbuf (PBUF_REF)
+ * whose payload is the driver's buffer, and a frame merged over several
+ * buffers (MRG_RXBUF, large receive) becomes a chain of them; lwIP's final
+ * pbuf_free() gives each buffer back to the RX ring. The pbuf_custom lives
+ * in the driver's per-buffer scratch area (VNET_RX_PRIV_SIZE), so receiving
+ * allocates nothing. Only when the stack holds half the ring (out-of-order
+ * queues, an app sitting on data) is a frame copied, so the device always
+ * has buffers; copies are counted.
+ *
+ * TX hands the pbuf chain to the driver as a scatter list with the offload
+ * request from offload.c; in zero-copy builds the chain is referenced until
+ * the driver reclaims it (tx_done), in copy builds the driver copies it at
+ * once. A chain is flattened into one copy only when it has more segments
+ * than the driver takes or no headroom for the virtio header (counted:
+ * tx_clones; TCP never needs it).
  */
 #include <string.h>
 #include "drivers/virtio/vnet.h"
 #include "kernel/kernel.h"
 #include "lwip/etharp.h"
+#include "lwip/ip4.h"
+#include "lwip/ip4_frag.h"
 #include "lwip/pbuf.h"
 #include "lwip/stats.h"
 #include "net/net.h"
@@ -21,6 +31,7 @@
 /* Back-pressure from a full TX ring: reclaim and retry this long before
  * dropping the frame (counted; TCP retransmits it). */
 #define TX_FULL_WAIT_NS 20000000ull
+#define ETH_HLEN        14
 
 struct rx_pbuf {
 	struct pbuf_custom pc;
@@ -29,7 +40,8 @@ struct rx_pbuf {
 };
 _Static_assert(sizeof(struct rx_pbuf) <= VNET_RX_PRIV_SIZE, "rx_pbuf exceeds driver scratch");
 
-static uint64_t tx_drops;
+static struct vnetif_stats st;
+static uint16_t link_mtu; /* the wire's IP MTU; netif->mtu is larger with TSO */
 
 static void rx_pbuf_free(struct pbuf *p)
 {
@@ -63,16 +75,20 @@ static err_t linkoutput(struct netif *netif, struct pbuf *p)
 	struct vnet *vn = netif->state;
 	struct pbuf *send = p;
 	struct vnet_seg segs[VNET_TX_MAX_SEGS];
+	struct vnet_txo o;
 	unsigned n = 0;
+	int off = offload_tx(p, &o, (uint16_t)(ETH_HLEN + link_mtu));
 
-	if (pbuf_clen(p) > VNET_TX_MAX_SEGS || !has_headroom(p)) {
+	if (off < 0 || pbuf_clen(p) > VNET_TX_MAX_SEGS || !has_headroom(p)) {
 		/* Flatten into one fresh pbuf with lwIP's standard headroom. */
 		send = pbuf_clone(PBUF_LINK, PBUF_RAM, p);
 		if (!send) {
 			LINK_STATS_INC(link.memerr);
-			tx_drops++;
+			st.tx_drops++;
 			return ERR_MEM;
 		}
+		st.tx_clones++;
+		off = offload_tx(send, &o, (uint16_t)(ETH_HLEN + link_mtu));
 	} else {
 		pbuf_ref(p); /* the driver's reference, dropped in tx_done */
 	}
@@ -82,7 +98,7 @@ static err_t linkoutput(struct netif *netif, struct pbuf *p)
 
 	uint64_t deadline = 0;
 	for (;;) {
-		int r = vnet_tx(vn, segs, n, NULL, send);
+		int r = vnet_tx(vn, segs, n, off > 0 ? &o : NULL, send);
 		if (r == 0) {
 			LINK_STATS_INC(link.xmit);
 			return ERR_OK;
@@ -101,30 +117,126 @@ static err_t linkoutput(struct netif *netif, struct pbuf *p)
 	}
 	pbuf_free(send);
 	LINK_STATS_INC(link.drop);
-	tx_drops++;
+	st.tx_drops++;
 	return ERR_MEM;
+}
+
+/* netif->output: with TSO the netif's MTU lets 64 KB TCP segments through
+ * ip4_output unfragmented; everything else still leaves at the link MTU,
+ * cut by lwIP's own ip4_frag() (which comes back here per fragment). */
+static err_t vnetif_output(struct netif *netif, struct pbuf *p, const ip4_addr_t *dst)
+{
+	if (p->tot_len > link_mtu &&
+	    !(offload_tso() && p->len >= 20 && ((const uint8_t *)p->payload)[9] == IP_PROTO_TCP)) {
+		uint16_t mtu = netif->mtu;
+		err_t e;
+
+		st.ip_frags++;
+		netif->mtu = link_mtu;
+		e = ip4_frag(p, netif, dst);
+		netif->mtu = mtu;
+		return e;
+	}
+	return etharp_output(netif, p, dst);
+}
+
+static struct pbuf *rx_wrap(struct vnet *vn, const struct vnet_rx_buf *b, uint32_t skip)
+{
+	struct rx_pbuf *rp = b->priv;
+	uint16_t len = (uint16_t)(b->len - skip);
+
+	rp->vn = vn;
+	rp->handle = b->handle;
+	rp->pc.custom_free_function = rx_pbuf_free;
+	return pbuf_alloced_custom(PBUF_RAW, len, PBUF_REF, &rp->pc, (uint8_t *)b->data + skip,
+	                           len);
+}
+
+/* One received frame as a pbuf from byte `skip` on: the driver's buffers
+ * chained (zero copy) or, when the stack already holds half the ring, one
+ * heap copy with the buffers returned at once. */
+static struct pbuf *rx_pbuf(struct vnet *vn, const struct vnet_rx *f, uint32_t skip)
+{
+	struct pbuf *p = NULL;
+
+	if (vnet_rx_held(vn) > vnet_rx_ring_size(vn) / 2) {
+		p = pbuf_alloc(PBUF_RAW, (uint16_t)(f->len - skip), PBUF_RAM);
+		if (!p) {
+			st.rx_nomem++;
+			vnet_rx_release_frame(vn, f);
+			return NULL;
+		}
+		for (unsigned k = 0, off = 0, s = skip; k < f->nbufs; k++) {
+			uint32_t from = s < f->buf[k].len ? s : f->buf[k].len;
+
+			s -= from;
+			pbuf_take_at(p, (uint8_t *)f->buf[k].data + from,
+			             (uint16_t)(f->buf[k].len - from), (uint16_t)off);
+			off += f->buf[k].len - from;
+		}
+		st.rx_copies++;
+		vnet_rx_release_frame(vn, f);
+		return p;
+	}
+	for (unsigned k = 0; k < f->nbufs; k++) {
+		if (f->buf[k].len <= (k ? 0 : skip)) { /* nothing of the frame in it */
+			vnet_rx_release(vn, f->buf[k].handle);
+			continue;
+		}
+		struct pbuf *q = rx_wrap(vn, &f->buf[k], k ? 0 : skip);
+		if (p)
+			pbuf_cat(p, q);
+		else
+			p = q;
+	}
+	return p;
 }
 
 void vnetif_input_all(struct netif *netif)
 {
 	struct vnet *vn = netif->state;
 	struct vnet_rx f;
+
 	while (vnet_rx(vn, &f) > 0) {
-		struct rx_pbuf *rp = f.priv;
-		rp->vn = vn;
-		rp->handle = f.handle;
-		rp->pc.custom_free_function = rx_pbuf_free;
-		struct pbuf *p = pbuf_alloced_custom(PBUF_RAW, (u16_t)f.len, PBUF_REF, &rp->pc,
-		                                     f.data, (u16_t)f.len);
+		/* A large-receive frame may be a full 64 KB IP packet plus its
+		 * Ethernet header: more than a pbuf's 16-bit tot_len. Check the
+		 * Ethernet header here and hand IP the packet without it. */
+		bool big = f.len > 0xffff;
+		const uint8_t *eth = f.buf[0].data;
+		struct pbuf *p;
+
+		if (big && (f.buf[0].len < ETH_HLEN || eth[12] != 0x08 || eth[13] != 0x00 ||
+		            memcmp(eth, netif->hwaddr, ETH_HWADDR_LEN))) {
+			LINK_STATS_INC(link.drop);
+			st.rx_drops++;
+			vnet_rx_release_frame(vn, &f);
+			continue;
+		}
+		p = rx_pbuf(vn, &f, big ? ETH_HLEN : 0);
 		LINK_STATS_INC(link.recv);
-		if (netif->input(p, netif) != ERR_OK)
+		if (!p) {
+			LINK_STATS_INC(link.memerr);
+			continue;
+		}
+		NETIF_SET_CHECKSUM_CTRL(netif, offload_rx_flags(f.flags));
+		if (big) {
+			st.rx_big++;
+			ip4_input(p, netif); /* frees p whatever happens */
+		} else if (netif->input(p, netif) != ERR_OK) {
 			pbuf_free(p);
+		}
 	}
+	NETIF_SET_CHECKSUM_CTRL(netif, offload_rx_flags(0));
 }
 
 uint64_t vnetif_tx_drops(void)
 {
-	return tx_drops;
+	return st.tx_drops;
+}
+
+const struct vnetif_stats *vnetif_stats(void)
+{
+	return &st;
 }
 
 err_t vnetif_init(struct netif *netif)
@@ -134,9 +246,12 @@ err_t vnetif_init(struct netif *netif)
 	netif->name[1] = 'n';
 	netif->hwaddr_len = ETH_HWADDR_LEN;
 	memcpy(netif->hwaddr, vnet_mac(vn), ETH_HWADDR_LEN);
-	netif->mtu = vnet_mtu(vn);
+	link_mtu = vnet_mtu(vn);
+	offload_init(netif, vnet_offloads(vn), link_mtu);
+	/* With TSO, IP packets up to a whole 16-bit pbuf reach linkoutput. */
+	netif->mtu = offload_tso() ? (uint16_t)(0xffff - ETH_HLEN) : link_mtu;
 	netif->flags = NETIF_FLAG_BROADCAST | NETIF_FLAG_ETHARP | NETIF_FLAG_ETHERNET;
-	netif->output = etharp_output;
+	netif->output = vnetif_output;
 	netif->linkoutput = linkoutput;
 	vnet_set_tx_done(vn, tx_done, NULL);
 	return ERR_OK;

@@ -30,6 +30,14 @@
 #define VIRTIO_NET_F_GUEST_CSUM 1
 #define VIRTIO_NET_F_MTU        3
 #define VIRTIO_NET_F_MAC        5
+#define VIRTIO_NET_F_GUEST_TSO4 7
+#define VIRTIO_NET_F_GUEST_TSO6 8
+#define VIRTIO_NET_F_GUEST_ECN  9
+#define VIRTIO_NET_F_GUEST_UFO  10
+#define VIRTIO_NET_F_HOST_TSO4  11
+#define VIRTIO_NET_F_HOST_TSO6  12
+#define VIRTIO_NET_F_HOST_ECN   13
+#define VIRTIO_NET_F_HOST_UFO   14
 #define VIRTIO_NET_F_MRG_RXBUF  15
 #define VIRTIO_NET_F_STATUS     16
 
@@ -54,7 +62,12 @@ struct virtio_net_hdr {
 };
 #define VIRTIO_NET_HDR_F_NEEDS_CSUM 1
 #define VIRTIO_NET_HDR_F_DATA_VALID 2
+#define VIRTIO_NET_HDR_F_RSC_INFO   4
 #define VIRTIO_NET_HDR_GSO_NONE     0
+#define VIRTIO_NET_HDR_GSO_TCPV4    1
+#define VIRTIO_NET_HDR_GSO_UDP      3
+#define VIRTIO_NET_HDR_GSO_TCPV6    4
+#define VIRTIO_NET_HDR_GSO_ECN      0x80
 
 /* 2.7.5 The Virtqueue Descriptor Table */
 struct virtq_desc {

@@ -39,8 +39,12 @@ static uint64_t vnet_wanted_features(void)
 		f |= VIRTIO_BIT(VIRTIO_F_EVENT_IDX);
 	if (VNET_MRG_RXBUF)
 		f |= VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF);
-	if (VNET_CSUM)
+	if (VNET_WANT_CSUM)
 		f |= VIRTIO_BIT(VIRTIO_NET_F_CSUM) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM);
+	if (VNET_WANT_TSO)
+		f |= VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4);
+	if (VNET_WANT_LRO)
+		f |= VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4);
 	if (VNET_NOTIFICATION_DATA)
 		f |= VIRTIO_BIT(VIRTIO_F_NOTIFICATION_DATA);
 	return f;
@@ -60,6 +64,8 @@ static void vnet_feature_names(uint64_t f, char *buf, size_t len)
 	    {VIRTIO_NET_F_MRG_RXBUF, "MRG_RXBUF"},
 	    {VIRTIO_NET_F_CSUM, "CSUM"},
 	    {VIRTIO_NET_F_GUEST_CSUM, "GUEST_CSUM"},
+	    {VIRTIO_NET_F_HOST_TSO4, "HOST_TSO4"},
+	    {VIRTIO_NET_F_GUEST_TSO4, "GUEST_TSO4"},
 	    {VIRTIO_F_NOTIFICATION_DATA, "NOTIFICATION_DATA"},
 	};
 	size_t used = 0;
@@ -75,6 +81,7 @@ const char *vnet_variant(void)
 {
 	static const char *const reclaim[] = {"?", "before", "after", "v1", "v2", "lazy", "poll"};
 	static const char *const kick[] = {"?", "every", "burst", "deferred", "timer"};
+	static const char *const offload[] = {"none", "csum", "tso", "tso+lro"};
 	static char buf[160];
 	char rparam[16] = "", kparam[24] = "";
 
@@ -87,19 +94,46 @@ const char *vnet_variant(void)
 	if (VNET_IS_KICK_TIMER)
 		snprintf(kparam, sizeof(kparam), ":%dus-LATENCY-PENALTY", VNET_KICK_TIMER_US);
 	snprintf(buf, sizeof(buf),
-	         "reclaim=%s%s,kick=%s%s,event_idx=%d,avail=%s,txhdr=%s,zerocopy=%d%s%s%s",
+	         "reclaim=%s%s,kick=%s%s,event_idx=%d,avail=%s,txhdr=%s,zerocopy=%d,offload=%s%s%s",
 	         reclaim[VNET_TX_RECLAIM], rparam, kick[VNET_TX_KICK], kparam, VNET_EVENT_IDX,
 	         VNET_AVAIL_BATCHED ? "batched" : "eager", VNET_TXHDR_INLINE ? "inline" : "chain",
-	         VNET_ZEROCOPY, VNET_MRG_RXBUF ? ",mrg_rxbuf=1" : "", VNET_CSUM ? ",csum=1" : "",
+	         VNET_ZEROCOPY, offload[VNET_OFFLOAD],
+	         VNET_MRG_RXBUF && !VNET_WANT_LRO ? ",mrg_rxbuf=1" : "",
 	         VNET_NOTIFICATION_DATA ? ",notification_data=1" : "");
 	return buf;
+}
+
+/* 5.1.3.1: a feature may be accepted only with the ones it depends on;
+ * large receive also needs merged buffers, since ours are 4 KiB. */
+static uint64_t vnet_feature_deps(uint64_t f)
+{
+	if (!(f & VIRTIO_BIT(VIRTIO_NET_F_CSUM)))
+		f &= ~VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4);
+	if (!(f & VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM)) || !(f & VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF)))
+		f &= ~VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4);
+	return f;
+}
+
+static unsigned vnet_offloads_of(uint64_t f)
+{
+	unsigned o = 0;
+
+	if (f & VIRTIO_BIT(VIRTIO_NET_F_CSUM))
+		o |= VNET_OFF_TX_CSUM;
+	if (f & VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM))
+		o |= VNET_OFF_RX_CSUM;
+	if (f & VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4))
+		o |= VNET_OFF_TSO4;
+	if (f & VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4))
+		o |= VNET_OFF_LRO4;
+	return o;
 }
 
 /* 3.1.1 step 4: pick features and read the configuration we need. */
 static int vnet_negotiate(struct vnet *vn, char *err, size_t errlen)
 {
 	uint64_t offered = virtio_pci_device_features(&vn->vp);
-	uint64_t f = offered & vnet_wanted_features();
+	uint64_t f = vnet_feature_deps(offered & vnet_wanted_features());
 
 	vn->offered = offered;
 	uint16_t v16;
@@ -132,11 +166,18 @@ static int vnet_negotiate(struct vnet *vn, char *err, size_t errlen)
 			snprintf(err, errlen, "device MTU unreadable or below 68");
 			return -1;
 		}
-		vn->mtu = v16 < 1500 ? v16 : 1500; /* our buffers hold 1500-byte frames */
+		/* 5.1.4.2: accepting MTU obliges us to receive mtu-sized
+		 * frames without GSO in our buffers, which hold 1500: decline
+		 * a larger one (the device then keeps to 1500). */
+		if (v16 > 1500)
+			f &= ~VIRTIO_BIT(VIRTIO_NET_F_MTU);
+		else
+			vn->mtu = v16;
 	}
 	/* 5.1.6.2: never send more than the MTU (plus Ethernet and VLAN headers). */
 	vn->max_frame = vn->mtu + 18u;
 	vn->features = f;
+	vn->offloads = vnet_offloads_of(f);
 	virtio_pci_set_features(&vn->vp, f);
 	return 0;
 }
@@ -259,6 +300,27 @@ uint64_t vnet_features(const struct vnet *vn)
 	return vn->features;
 }
 
+unsigned vnet_offloads(const struct vnet *vn)
+{
+	return vn->offloads;
+}
+
+/* virtq_init() gives each of the three ring parts its own pages. */
+static size_t vnet_ring_bytes(uint16_t n)
+{
+	size_t desc = sizeof(struct virtq_desc) * n, avail = 6 + 2u * n;
+	size_t used = 6 + sizeof(struct virtq_used_elem) * n;
+
+	return ((desc + 4095) & ~4095ul) + ((avail + 4095) & ~4095ul) + ((used + 4095) & ~4095ul);
+}
+
+void vnet_memory(const struct vnet *vn, size_t *rx, size_t *tx, size_t *rings)
+{
+	*rx = (size_t)vn->rxq.size * VNET_RX_BUF_SIZE;
+	*tx = (size_t)vn->txq.size * VNET_TX_SLOT_SIZE;
+	*rings = vnet_ring_bytes(vn->rxq.size) + vnet_ring_bytes(vn->txq.size);
+}
+
 void vnet_set_tx_done(struct vnet *vn, vnet_tx_done_fn fn, void *arg)
 {
 	vn->tx_done = fn;
@@ -328,7 +390,7 @@ void vnet_counters(const struct vnet *vn, struct vnet_counters *rx, struct vnet_
 	*tx = vn->tx;
 	rx->kicks = vn->rxq.stats.kicks;
 	rx->kicks_suppressed = vn->rxq.stats.kicks_suppressed;
-	rx->device_errors = virtq_faults(&vn->rxq);
+	rx->device_errors = vn->rx.device_errors + virtq_faults(&vn->rxq);
 	tx->kicks = vn->txq.stats.kicks;
 	tx->kicks_suppressed = vn->txq.stats.kicks_suppressed;
 	tx->device_errors = virtq_faults(&vn->txq);
@@ -345,9 +407,10 @@ static void vnet_print_queue(const char *name, const struct vnet_counters *c)
 	for (int i = 0; i < VNET_COUNTER_BUCKETS; i++)
 		printf("%s%llu", i ? "," : "", (unsigned long long)c->reclaim_hist[i]);
 	printf("],\"ring_full\":%llu,\"refills\":%llu,\"refilled\":%llu,\"drops\":%llu,"
-	       "\"device_errors\":%llu}\n",
+	       "\"csum\":%llu,\"gso\":%llu,\"bufs\":%llu,\"device_errors\":%llu}\n",
 	       (unsigned long long)c->ring_full, (unsigned long long)c->refills,
 	       (unsigned long long)c->refilled, (unsigned long long)c->drops,
+	       (unsigned long long)c->csum, (unsigned long long)c->gso, (unsigned long long)c->bufs,
 	       (unsigned long long)c->device_errors);
 }
 

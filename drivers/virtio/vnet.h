@@ -4,9 +4,10 @@
  * the file that owns it. Single-threaded, no interrupts: the caller's main
  * loop drives everything through vnet_poll().
  *
- * Ownership in one paragraph. RX is zero-copy: vnet_rx() hands out a driver
- * buffer; the caller owns it (and VNET_RX_PRIV_SIZE bytes of scratch next to
- * it, room for e.g. a struct pbuf_custom) until vnet_rx_release(). TX takes a
+ * Ownership in one paragraph. RX is zero-copy: vnet_rx() hands out a frame
+ * in one or more driver buffers (several when MRG_RXBUF merges them); the
+ * caller owns each (and VNET_RX_PRIV_SIZE bytes of scratch next to it, room
+ * for e.g. a struct pbuf_custom) until vnet_rx_release(). TX takes a
  * scatter list plus a cookie; tx_done(cookie) is called exactly once for
  * every frame vnet_tx() accepted, when the driver stops referencing the
  * caller's memory: at reclaim in zero-copy builds (VNET_ZEROCOPY=1), before
@@ -40,11 +41,14 @@ enum {
 	VNET_ENODEV = 4,  /* vnet_open(): no usable device (message in vnet_open's err) */
 };
 
-#define VNET_HDR_LEN         12   /* struct virtio_net_hdr with VERSION_1 (virtio 1.2 5.1.6) */
-#define VNET_FRAME_MAX       1518 /* largest Ethernet frame we send or accept, FCS excluded */
-#define VNET_TX_MAX_SEGS     16   /* scatter-list entries per frame */
-#define VNET_RX_PRIV_SIZE    64   /* caller scratch bytes per RX buffer (pbuf_custom) */
-#define VNET_COUNTER_BUCKETS 9    /* reclaim batch histogram: 0,1,2,3-4,5-8,9-16,17-32,33-64,65+ */
+#define VNET_HDR_LEN          12    /* struct virtio_net_hdr with VERSION_1 (virtio 1.2 5.1.6) */
+#define VNET_FRAME_MAX        1518  /* largest Ethernet frame without GSO, FCS excluded */
+#define VNET_GSO_FRAME_MAX    65535 /* largest TSO frame we send: lwIP's 16-bit tot_len */
+#define VNET_RX_GSO_FRAME_MAX (14 + 65535) /* largest large-receive frame: a full IP packet */
+#define VNET_TX_MAX_SEGS      32           /* scatter-list entries per frame */
+#define VNET_RX_MAX_BUFS      32           /* merged RX buffers per frame (5.1.6.4 num_buffers) */
+#define VNET_RX_PRIV_SIZE     64           /* caller scratch bytes per RX buffer (pbuf_custom) */
+#define VNET_COUNTER_BUCKETS  9 /* reclaim batch histogram: 0,1,2,3-4,5-8,9-16,17-32,33-64,65+ */
 
 /*
  * Bytes the caller must leave writable in front of segs[0].data for the
@@ -60,23 +64,42 @@ struct vnet_seg {
 	uint32_t len;
 };
 
-/* Checksum offload request for vnet_tx() (needs a VNET_CSUM=1 build and the
- * device's CSUM feature): the device sums from csum_start to the end and
- * stores the result at csum_start + csum_offset (virtio 1.2 5.1.6.2). */
-struct vnet_csum {
-	uint16_t start;
-	uint16_t offset;
+/* What the negotiated features let the stack hand to the device
+ * (vnet_offloads(); each implies the ones above it). */
+#define VNET_OFF_TX_CSUM 1u /* CSUM: vnet_tx() may ask for NEEDS_CSUM */
+#define VNET_OFF_RX_CSUM 2u /* GUEST_CSUM: received frames may say the checksum is good */
+#define VNET_OFF_TSO4    4u /* HOST_TSO4: vnet_tx() takes TCP/IPv4 frames up to 64 KB */
+#define VNET_OFF_LRO4    8u /* GUEST_TSO4 + MRG_RXBUF: TCP/IPv4 frames up to 64 KB arrive */
+
+/* Offload request for vnet_tx() (virtio 1.2 5.1.6.2). csum: the device sums
+ * from csum_start to the end and stores the result at csum_start +
+ * csum_offset, the field holding the pseudo-header sum. gso (TSO4 only,
+ * with csum): the device cuts the TCP payload after hdr_len bytes of
+ * Ethernet/IP/TCP headers into gso_size-byte segments. */
+struct vnet_txo {
+	bool csum;
+	uint16_t csum_start, csum_offset;
+	uint8_t gso_type; /* VIRTIO_NET_HDR_GSO_NONE or _TCPV4 */
+	uint16_t gso_size, hdr_len;
 };
 
-#define VNET_RX_F_CSUM_VALID 1u /* device vouches for the checksums (DATA_VALID / NEEDS_CSUM) */
+#define VNET_RX_F_CSUM_VALID 1u /* device vouches for the L4 checksum (DATA_VALID / NEEDS_CSUM) */
+#define VNET_RX_F_GSO        2u /* a large-receive frame: gso_size says the sender's MSS */
+
+struct vnet_rx_buf {
+	void *data;   /* part of the frame; buf[0].data % 4 == 2 so the IP header
+	               * is 4-aligned; the 12 bytes before buf[0].data are free */
+	uint32_t len; /* bytes of the frame in this buffer */
+	void *priv;   /* VNET_RX_PRIV_SIZE bytes owned by the caller until release */
+	void *handle; /* give back with vnet_rx_release() */
+};
 
 struct vnet_rx {
-	void *data;     /* Ethernet frame, no virtio header; data % 4 == 2 so the IP
-	                 * header is 4-aligned; the 12 bytes before it are free */
-	uint32_t len;   /* frame length */
-	uint32_t flags; /* VNET_RX_F_* */
-	void *priv;     /* VNET_RX_PRIV_SIZE bytes owned by the caller until release */
-	void *handle;   /* give back with vnet_rx_release() */
+	uint32_t len;      /* whole frame, all buffers */
+	uint32_t flags;    /* VNET_RX_F_* */
+	uint16_t gso_size; /* VNET_RX_F_GSO: segment size the device reported */
+	unsigned nbufs;    /* 1..VNET_RX_MAX_BUFS (more than 1 only with MRG_RXBUF) */
+	struct vnet_rx_buf buf[VNET_RX_MAX_BUFS];
 };
 
 /* Per-queue counters; snapshot with vnet_counters(). */
@@ -91,6 +114,9 @@ struct vnet_counters {
 	uint64_t refills;       /* RX: refill batches */
 	uint64_t refilled;      /* RX: buffers re-posted */
 	uint64_t drops;         /* RX: frames dropped by the driver (malformed) */
+	uint64_t csum;          /* TX: frames sent NEEDS_CSUM; RX: frames the device vouched for */
+	uint64_t gso;           /* TX: TSO frames; RX: large-receive frames */
+	uint64_t bufs;          /* RX: buffers consumed (> frames when merged) */
 	uint64_t device_errors; /* faults detected on this queue */
 };
 
@@ -101,10 +127,15 @@ typedef void (*vnet_tx_done_fn)(void *arg, void *cookie);
  * failure returns NULL and writes the failed step and reason into err. */
 struct vnet *vnet_open(char *err, size_t errlen);
 const uint8_t *vnet_mac(const struct vnet *vn);
-uint16_t vnet_mtu(const struct vnet *vn);      /* IP MTU (1500 unless the device says less) */
-bool vnet_link_up(const struct vnet *vn);      /* true without the STATUS feature */
-uint64_t vnet_features(const struct vnet *vn); /* negotiated feature bits */
-const char *vnet_variant(void);                /* "reclaim=before,kick=every,..." */
+uint16_t vnet_mtu(const struct vnet *vn);          /* IP MTU (1500 unless the device says less) */
+bool vnet_link_up(const struct vnet *vn);          /* true without the STATUS feature */
+uint64_t vnet_features(const struct vnet *vn);     /* negotiated feature bits */
+unsigned vnet_offloads(const struct vnet *vn);     /* VNET_OFF_* the negotiation allows */
+uint16_t vnet_rx_held(const struct vnet *vn);      /* RX buffers handed up, not yet released */
+uint16_t vnet_rx_ring_size(const struct vnet *vn); /* RX buffers in all */
+/* Memory this build set aside (RX buffers, TX slots, rings), for the boot line. */
+void vnet_memory(const struct vnet *vn, size_t *rx, size_t *tx, size_t *rings);
+const char *vnet_variant(void); /* "reclaim=before,kick=every,..." */
 void vnet_set_tx_done(struct vnet *vn, vnet_tx_done_fn fn, void *arg);
 int vnet_poll(struct vnet *vn);                /* one main-loop pass; <0 on device error */
 void vnet_before_wait(struct vnet *vn);        /* nothing may stay unkicked while we wait */
@@ -120,17 +151,20 @@ void vnet_print_counters(const struct vnet *vn); /* COUNTERS {...} lines */
 /* vnet_tx.c: transmit */
 /* Queue one frame (virtio header added by the driver). 0 = accepted (and will
  * be completed through tx_done), -VNET_EAGAIN = ring full (nothing queued,
- * any pending kick already flushed), -VNET_EINVAL, -VNET_EDEVICE. csum may
- * be NULL. */
-int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg,
-            const struct vnet_csum *csum, void *cookie);
+ * any pending kick already flushed), -VNET_EINVAL (also: an offload the
+ * device did not accept, or a header that contradicts the frame),
+ * -VNET_EDEVICE. o may be NULL (no offload). */
+int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg, const struct vnet_txo *o,
+            void *cookie);
 /* End of a burst (the xmit_more=false point): kick=burst kicks here,
  * avail=batched publishes here. */
 void vnet_tx_end_burst(struct vnet *vn);
 
 /* vnet_rx.c: receive */
-/* 1 = a frame in *out, 0 = none yet, -VNET_EDEVICE. */
+/* 1 = a frame in *out (every out->buf[i].handle to be released), 0 = none
+ * yet, -VNET_EDEVICE. */
 int vnet_rx(struct vnet *vn, struct vnet_rx *out);
 void vnet_rx_release(struct vnet *vn, void *handle);
+void vnet_rx_release_frame(struct vnet *vn, const struct vnet_rx *f); /* every buffer */
 
 #endif

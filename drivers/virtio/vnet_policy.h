@@ -101,18 +101,44 @@
 #error "VNET_ZEROCOPY must be 0 or 1"
 #endif
 
-/* ---- Optional device features, negotiated only when built in and offered ---- */
-#ifndef VNET_MRG_RXBUF
-#define VNET_MRG_RXBUF 0
+/* ---- OFFLOAD: what the device is asked to do for the stack ----
+ * none: 1500-byte frames, every checksum in software (the 2011 reclaim/kick
+ *       experiments at frame granularity);
+ * csum: + CSUM/GUEST_CSUM: the device fills TCP checksums we mark NEEDS_CSUM
+ *       and vouches for received ones (5.1.6.2, 5.1.6.4);
+ * tso:  + HOST_TSO4: lwIP hands over TCP segments up to 64 KB, the device
+ *       cuts them at the connection's MSS;
+ * lro:  + GUEST_TSO4 with MRG_RXBUF: the host delivers up to 64 KB per frame
+ *       into merged receive buffers (named "tso+lro" in the variant).
+ * Each level includes the ones before; the spec's dependencies (TSO needs
+ * CSUM, 5.1.3.1) hold by construction. Features the device does not offer
+ * are not negotiated and the stack falls back to software. */
+#define VNET_OFFLOAD_NONE 0
+#define VNET_OFFLOAD_CSUM 1
+#define VNET_OFFLOAD_TSO  2
+#define VNET_OFFLOAD_LRO  3
+
+#ifndef VNET_OFFLOAD
+#define VNET_OFFLOAD VNET_OFFLOAD_LRO
 #endif
-#ifndef VNET_CSUM
-#define VNET_CSUM 0 /* CSUM + GUEST_CSUM */
+#if VNET_OFFLOAD < VNET_OFFLOAD_NONE || VNET_OFFLOAD > VNET_OFFLOAD_LRO
+#error "VNET_OFFLOAD: unknown value (none|csum|tso|lro)"
+#endif
+
+/* ---- Optional device features, negotiated only when built in and offered ---- */
+/* Large receive needs merged buffers: without MRG_RXBUF every RX buffer
+ * would have to hold 65562 bytes (5.1.6.3.1). */
+#ifndef VNET_MRG_RXBUF
+#define VNET_MRG_RXBUF (VNET_OFFLOAD == VNET_OFFLOAD_LRO)
 #endif
 #ifndef VNET_NOTIFICATION_DATA
 #define VNET_NOTIFICATION_DATA 0
 #endif
-#if (VNET_MRG_RXBUF | VNET_CSUM | VNET_NOTIFICATION_DATA) & ~1
-#error "VNET_MRG_RXBUF, VNET_CSUM and VNET_NOTIFICATION_DATA must be 0 or 1"
+#if (VNET_MRG_RXBUF | VNET_NOTIFICATION_DATA) & ~1
+#error "VNET_MRG_RXBUF and VNET_NOTIFICATION_DATA must be 0 or 1"
+#endif
+#if VNET_OFFLOAD == VNET_OFFLOAD_LRO && !VNET_MRG_RXBUF
+#error "offload=lro needs MRG_RXBUF=1 (64 KB frames in merged 4 KiB buffers)"
 #endif
 
 /* ---- Sizes ---- */
@@ -146,5 +172,8 @@
 #define VNET_IS_KICK_BURST     (VNET_TX_KICK == VNET_KICK_BURST)
 #define VNET_IS_KICK_DEFERRED  (VNET_TX_KICK == VNET_KICK_DEFERRED)
 #define VNET_IS_KICK_TIMER     (VNET_TX_KICK == VNET_KICK_TIMER)
+#define VNET_WANT_CSUM         (VNET_OFFLOAD >= VNET_OFFLOAD_CSUM)
+#define VNET_WANT_TSO          (VNET_OFFLOAD >= VNET_OFFLOAD_TSO)
+#define VNET_WANT_LRO          (VNET_OFFLOAD == VNET_OFFLOAD_LRO)
 
 #endif

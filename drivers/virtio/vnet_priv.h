@@ -20,13 +20,18 @@
  *   [64, 66)  pad, so the frame starts at 2 mod 4 and its IP header is aligned
  *   [66, 78)  struct virtio_net_hdr, written by the device
  *   [78, ...) the Ethernet frame
+ * With MRG_RXBUF the device writes header and frame as one stream over
+ * num_buffers buffers: the frame continues at offset 66 of the next ones.
+ * Large receive uses 4 KiB buffers, so a 64 KB frame takes 17 of them.
  */
-#define VNET_RX_BUF_SIZE  2048
+#define VNET_RX_BUF_SIZE  (VNET_WANT_LRO ? 4096 : 2048)
 #define VNET_RX_HDR_OFF   (VNET_RX_PRIV_SIZE + 2)
 #define VNET_RX_FRAME_OFF (VNET_RX_HDR_OFF + VNET_HDR_LEN)
 
-/* TX slot per frame in flight: the header (zero-copy) or header + frame copy. */
-#define VNET_TX_SLOT_SIZE (VNET_ZEROCOPY ? 64 : 1536)
+/* TX slot per frame in flight: the header (zero-copy) or header + frame copy
+ * (a whole 64 KB GSO frame when TSO is built in). */
+#define VNET_TX_SLOT_SIZE                                                                          \
+	(VNET_ZEROCOPY ? 64 : VNET_WANT_TSO ? VNET_HDR_LEN + VNET_GSO_FRAME_MAX + 4 : 1536)
 
 enum vnet_rxb_state {
 	VNET_RXB_FREE,   /* driver's, waiting to be re-posted */
@@ -46,13 +51,15 @@ struct vnet {
 	uint8_t mac[6];
 	uint16_t mtu, max_frame;
 	bool link_up;
+	unsigned offloads; /* VNET_OFF_* from the negotiated features */
 
 	/* RX */
 	uint8_t *rx_mem;
 	uint8_t rx_state[VIRTQ_MAX_SIZE];
 	uint16_t rx_free[VIRTQ_MAX_SIZE]; /* FREE buffers, a stack */
 	uint16_t rx_nfree;
-	uint16_t rx_skip; /* MRG_RXBUF: buffers of a dropped frame still to come */
+	uint16_t rx_posted; /* POSTED buffers: what the device can still fill */
+	uint16_t rx_held;   /* UP buffers: handed to the caller */
 
 	/* TX */
 	uint8_t *tx_mem;

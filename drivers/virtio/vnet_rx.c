@@ -52,14 +52,15 @@ void vnet_rx_refill(struct vnet *vn, bool kick)
 	while (vn->rx_nfree) {
 		uint16_t i = vn->rx_free[vn->rx_nfree - 1];
 		uint8_t *b = vnet_rx_buf(vn, i);
-		/* 5.1.6.3.1: without MRG_RXBUF or GSO each buffer holds the
-		 * header and a whole frame (at least 1526 bytes). */
+		/* 5.1.6.3.1: without MRG_RXBUF each buffer holds the header
+		 * and a whole frame (at least 1526 bytes; no GUEST_TSO then). */
 		struct virtq_buf buf = {(uintptr_t)(b + VNET_RX_HDR_OFF),
 		                        VNET_RX_BUF_SIZE - VNET_RX_HDR_OFF, true};
 
 		if (virtq_add(&vn->rxq, &buf, 1, b) < 0)
 			break; /* a dead ring (reported by vnet_rx); there is always room */
 		vn->rx_nfree--;
+		vn->rx_posted++;
 		vn->rx_state[i] = VNET_RXB_POSTED;
 		vn->rx.refilled++;
 	}
@@ -77,12 +78,78 @@ void vnet_rx_poll(struct vnet *vn)
 		vnet_rx_refill(vn, true);
 }
 
+/* A frame header the device had no right to write (5.1.6.4.1): one line,
+ * counted, and the run ends like any other device fault. */
+static int vnet_rx_fault(struct vnet *vn, const char *what, unsigned long value)
+{
+	vn->rx.device_errors++;
+	printf("DEVICE_FAULT {\"queue\":%u,\"fault\":\"%s\",\"value\":%lu,\"posted\":%u}\n",
+	       VNET_RXQ, what, value, vn->rx_posted);
+	vnet_fail(vn, "receive queue: device fault %s=%lu (DEVICE_FAULT line above)", what, value);
+	return -VNET_EDEVICE;
+}
+
+/* Take the next used RX buffer: 1 with its index, 0 if none, <0 on fault. */
+static int vnet_rx_take(struct vnet *vn, uint16_t *idx, uint32_t *len)
+{
+	void *token;
+	int i, rc = virtq_get_used(&vn->rxq, &token, len);
+
+	if (rc == 0)
+		return 0;
+	if (rc < 0) {
+		vnet_fail(vn, "receive queue: device fault %s (DEVICE_FAULT line above)",
+		          virtq_fault_name(vn->rxq.fault));
+		return -VNET_EDEVICE;
+	}
+	i = vnet_rx_index(vn, token);
+	if (i < 0 || vn->rx_state[i] != VNET_RXB_POSTED) {
+		vnet_fail(vn, "receive queue: token %p is not a posted buffer", token);
+		return -VNET_EDEVICE;
+	}
+	vn->rx_state[i] = VNET_RXB_UP;
+	vn->rx_posted--;
+	vn->rx_held++;
+	vn->rx.bufs++;
+	*idx = (uint16_t)i;
+	return 1;
+}
+
+/* 5.1.6.4: check what the header claims against what we negotiated and
+ * what arrived. <0: a device fault (already reported). */
+static int vnet_rx_check_hdr(struct vnet *vn, const struct virtio_net_hdr *h, uint32_t total)
+{
+	uint8_t gso = h->gso_type & (uint8_t)~VIRTIO_NET_HDR_GSO_ECN;
+
+	if (gso != VIRTIO_NET_HDR_GSO_NONE) {
+		/* Only TCPv4 was accepted (GUEST_TSO4), never ECN (GUEST_ECN). */
+		if (!(vn->offloads & VNET_OFF_LRO4) || gso != VIRTIO_NET_HDR_GSO_TCPV4 ||
+		    (h->gso_type & VIRTIO_NET_HDR_GSO_ECN))
+			return vnet_rx_fault(vn, "gso_type", h->gso_type);
+		if (h->gso_size == 0 || h->gso_size > total)
+			return vnet_rx_fault(vn, "gso_size", h->gso_size);
+		if (h->hdr_len > total)
+			return vnet_rx_fault(vn, "hdr_len", h->hdr_len);
+	}
+	if ((h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) && (vn->offloads & VNET_OFF_RX_CSUM) &&
+	    (uint32_t)h->csum_start + h->csum_offset + 2u > total)
+		return vnet_rx_fault(vn, "csum_start", h->csum_start);
+	return 0;
+}
+
 static uint32_t vnet_rx_flags(const struct vnet *vn, const struct virtio_net_hdr *h)
 {
-	if ((vn->features & VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM)) &&
+	uint32_t f = 0;
+
+	/* NEEDS_CSUM: the sender left the checksum partial and the device
+	 * vouches for the data (Linux: CHECKSUM_PARTIAL); DATA_VALID: the
+	 * device checked it. Either way nothing is left to verify. */
+	if ((vn->offloads & VNET_OFF_RX_CSUM) &&
 	    (h->flags & (VIRTIO_NET_HDR_F_NEEDS_CSUM | VIRTIO_NET_HDR_F_DATA_VALID)))
-		return VNET_RX_F_CSUM_VALID;
-	return 0;
+		f |= VNET_RX_F_CSUM_VALID;
+	if (h->gso_type != VIRTIO_NET_HDR_GSO_NONE)
+		f |= VNET_RX_F_GSO;
+	return f;
 }
 
 int vnet_rx(struct vnet *vn, struct vnet_rx *out)
@@ -91,61 +158,77 @@ int vnet_rx(struct vnet *vn, struct vnet_rx *out)
 
 	if (vn->failed)
 		return -VNET_EDEVICE;
-	/* Each pass consumes one used entry: bounded by the ring. */
+	/* Each pass consumes at least one used entry: bounded by the ring. */
 	for (budget = vn->rxq.size; budget; budget--) {
 		const struct virtio_net_hdr *h;
-		void *token;
-		uint32_t len;
-		uint8_t *b;
-		int rc = virtq_get_used(&vn->rxq, &token, &len);
-		int i;
+		uint32_t len, total;
+		uint16_t i, nbufs = 1;
+		int rc = vnet_rx_take(vn, &i, &len);
 
-		if (rc == 0)
-			return 0;
-		if (rc < 0) {
-			vnet_fail(vn, "receive queue: device fault %s (DEVICE_FAULT line above)",
-			          virtq_fault_name(vn->rxq.fault));
+		if (rc <= 0)
+			return rc;
+		h = (const struct virtio_net_hdr *)(vnet_rx_buf(vn, i) + VNET_RX_HDR_OFF);
+		out->nbufs = 1;
+		out->buf[0] = (struct vnet_rx_buf){vnet_rx_buf(vn, i) + VNET_RX_FRAME_OFF,
+		                                   len > VNET_HDR_LEN ? len - VNET_HDR_LEN : 0,
+		                                   vnet_rx_buf(vn, i), vnet_rx_buf(vn, i)};
+		if (vn->features & VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF)) {
+			/* 5.1.6.4.1: num_buffers >= 1, and "the device MUST use
+			 * all buffers used by a single receive packet together":
+			 * every one of them must already be on the used ring. */
+			nbufs = h->num_buffers;
+			if (nbufs == 0 || nbufs > VNET_RX_MAX_BUFS || nbufs > vn->rx_posted + 1u)
+				return vnet_rx_fault(vn, "num_buffers", nbufs);
+		}
+		if (len < VNET_HDR_LEN)
+			return vnet_rx_fault(vn, "first_len", len);
+		total = len - VNET_HDR_LEN;
+		for (uint16_t k = 1; k < nbufs; k++) {
+			rc = vnet_rx_take(vn, &i, &len);
+			if (rc == 0)
+				return vnet_rx_fault(vn, "num_buffers_unused", nbufs);
+			if (rc < 0)
+				return rc;
+			out->buf[k] =
+			    (struct vnet_rx_buf){vnet_rx_buf(vn, i) + VNET_RX_HDR_OFF, len,
+			                         vnet_rx_buf(vn, i), vnet_rx_buf(vn, i)};
+			out->nbufs++;
+			total += len;
+		}
+		if (vnet_rx_check_hdr(vn, h, total) < 0)
 			return -VNET_EDEVICE;
-		}
-		b = token;
-		i = vnet_rx_index(vn, b);
-		if (i < 0 || vn->rx_state[i] != VNET_RXB_POSTED) {
-			vnet_fail(vn, "receive queue: token %p is not a posted buffer", token);
-			return -VNET_EDEVICE;
-		}
-		h = (const struct virtio_net_hdr *)(b + VNET_RX_HDR_OFF);
-		if (vn->rx_skip) {
-			/* Tail of a multi-buffer frame we already dropped. */
-			vn->rx_skip--;
-			vnet_rx_recycle(vn, (uint16_t)i);
+		out->len = total;
+		out->flags = vnet_rx_flags(vn, h);
+		out->gso_size = (out->flags & VNET_RX_F_GSO) ? h->gso_size : 0;
+		if (total < 14 || total > VNET_RX_GSO_FRAME_MAX ||
+		    (!(out->flags & VNET_RX_F_GSO) && total > vn->max_frame)) {
+			vn->rx.drops++; /* runt or oversize: counted, buffers back */
+			vnet_rx_release_frame(vn, out);
 			continue;
 		}
-		if ((vn->features & VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF)) && h->num_buffers != 1) {
-			/* 5.1.6.4: frames never span our 2 KiB buffers without GSO;
-			 * drop one that does, with the buffers it announces. */
-			vn->rx_skip = h->num_buffers ? (uint16_t)(h->num_buffers - 1) : 0;
-			vn->rx.drops++;
-			vnet_rx_recycle(vn, (uint16_t)i);
-			continue;
-		}
-		if (len < VNET_HDR_LEN + 14 || len - VNET_HDR_LEN > VNET_FRAME_MAX) {
-			vn->rx.drops++; /* runt or oversize */
-			vnet_rx_recycle(vn, (uint16_t)i);
-			continue;
-		}
-		vn->rx_state[i] = VNET_RXB_UP;
 		vn->rx.frames++;
-		vn->rx.bytes += len - VNET_HDR_LEN;
-		*out = (struct vnet_rx){
-		    .data = b + VNET_RX_FRAME_OFF,
-		    .len = len - VNET_HDR_LEN,
-		    .flags = vnet_rx_flags(vn, h),
-		    .priv = b,
-		    .handle = b,
-		};
+		vn->rx.bytes += total;
+		vn->rx.csum += (out->flags & VNET_RX_F_CSUM_VALID) != 0;
+		vn->rx.gso += (out->flags & VNET_RX_F_GSO) != 0;
 		return 1;
 	}
 	return 0;
+}
+
+void vnet_rx_release_frame(struct vnet *vn, const struct vnet_rx *f)
+{
+	for (unsigned k = 0; k < f->nbufs; k++)
+		vnet_rx_release(vn, f->buf[k].handle);
+}
+
+uint16_t vnet_rx_held(const struct vnet *vn)
+{
+	return vn->rx_held;
+}
+
+uint16_t vnet_rx_ring_size(const struct vnet *vn)
+{
+	return vn->rxq.size;
 }
 
 void vnet_rx_release(struct vnet *vn, void *handle)
@@ -157,6 +240,7 @@ void vnet_rx_release(struct vnet *vn, void *handle)
 		printf("vnet: rx_release(%p): not a buffer the caller holds\n", handle);
 		return;
 	}
+	vn->rx_held--;
 	vnet_rx_recycle(vn, (uint16_t)i);
 	if (vn->rx_nfree >= VNET_RX_REFILL_BATCH)
 		vnet_rx_refill(vn, true);

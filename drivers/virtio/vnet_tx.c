@@ -160,11 +160,40 @@ static bool vnet_tx_room(const struct vnet *vn, unsigned ndesc)
 	return virtq_num_free(&vn->txq) >= ndesc && vn->tx_slot_free < vn->txq.size;
 }
 
-int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg,
-            const struct vnet_csum *csum, void *cookie)
+/* 5.1.6.2: the header for one frame, or -VNET_EINVAL when the request
+ * asks for an offload the device did not accept or contradicts the frame. */
+static int vnet_tx_hdr(const struct vnet *vn, const struct vnet_txo *o, uint32_t total,
+                       struct virtio_net_hdr *hdr)
+{
+	*hdr = (struct virtio_net_hdr){.gso_type = VIRTIO_NET_HDR_GSO_NONE};
+	if (!o || (!o->csum && o->gso_type == VIRTIO_NET_HDR_GSO_NONE))
+		return total <= vn->max_frame ? 0 : -VNET_EINVAL;
+	if (!o->csum || !(vn->offloads & VNET_OFF_TX_CSUM) ||
+	    (uint32_t)o->csum_start + o->csum_offset + 2u > total)
+		return -VNET_EINVAL;
+	hdr->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	hdr->csum_start = o->csum_start;
+	hdr->csum_offset = o->csum_offset;
+	if (o->gso_type == VIRTIO_NET_HDR_GSO_NONE)
+		return total <= vn->max_frame ? 0 : -VNET_EINVAL;
+	/* "The driver MUST NOT set gso_type TCPV4 unless HOST_TSO4 was
+	 * negotiated"; gso_size is the MSS, hdr_len the header bytes the
+	 * device copies into every segment. */
+	if (o->gso_type != VIRTIO_NET_HDR_GSO_TCPV4 || !(vn->offloads & VNET_OFF_TSO4) ||
+	    o->gso_size == 0 || o->hdr_len <= o->csum_start || o->hdr_len >= total ||
+	    total > VNET_GSO_FRAME_MAX)
+		return -VNET_EINVAL;
+	hdr->gso_type = o->gso_type;
+	hdr->gso_size = o->gso_size;
+	hdr->hdr_len = o->hdr_len;
+	return 0;
+}
+
+int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg, const struct vnet_txo *o,
+            void *cookie)
 {
 	struct virtq_buf bufs[VNET_TX_MAX_SEGS + 1];
-	struct virtio_net_hdr hdr = {.gso_type = VIRTIO_NET_HDR_GSO_NONE};
+	struct virtio_net_hdr hdr;
 	uint32_t total = 0;
 	unsigned i, n, ndesc;
 	uint16_t slot;
@@ -177,17 +206,9 @@ int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg,
 	for (i = 0; i < nseg; i++)
 		total += segs[i].len;
 	ndesc = vnet_tx_ndesc(nseg);
-	if (total == 0 || total > vn->max_frame || ndesc > vn->txq.size ||
-	    (VNET_TXHDR_INLINE && segs[0].len == 0))
+	if (total == 0 || ndesc > vn->txq.size || (VNET_TXHDR_INLINE && segs[0].len == 0) ||
+	    vnet_tx_hdr(vn, o, total, &hdr) < 0)
 		return -VNET_EINVAL;
-	if (csum) {
-		if (!(vn->features & VIRTIO_BIT(VIRTIO_NET_F_CSUM)) ||
-		    csum->start + csum->offset + 2u > total)
-			return -VNET_EINVAL;
-		hdr.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-		hdr.csum_start = csum->start;
-		hdr.csum_offset = csum->offset;
-	}
 
 	/* Reclaim before queuing: before, v2 (bounded), lazy (below threshold). */
 	if (VNET_IS_RECLAIM_BEFORE)
@@ -219,6 +240,8 @@ int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg,
 	vn->tx_slot[slot].cookie = cookie;
 	vn->tx.frames++;
 	vn->tx.bytes += total;
+	vn->tx.csum += hdr.flags != 0;
+	vn->tx.gso += hdr.gso_type != VIRTIO_NET_HDR_GSO_NONE;
 	if (!VNET_ZEROCOPY && vn->tx_done)
 		vn->tx_done(vn->tx_done_arg, cookie); /* copied: caller's memory is free */
 

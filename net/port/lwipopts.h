@@ -2,7 +2,10 @@
  * lwipopts.h: lwIP configuration for vnetlab. lwIP's opt.h supplies every
  * default; this file overrides only what differs, each with its reason.
  * The model is a NO_SYS=1 (raw API, one thread, polled) stack sized for the
- * benchmarks: up to 128+ concurrent TCP connections and 1500-byte MTU.
+ * benchmarks: up to 128+ concurrent TCP connections, 1500-byte MTU on the
+ * wire, 64 KB TCP segments to and from the device when it offers TSO and
+ * large receive (net/offload.c), and windows for a >= 1 MB bandwidth-delay
+ * product.
  */
 #ifndef VNETLAB_LWIPOPTS_H
 #define VNETLAB_LWIPOPTS_H
@@ -21,7 +24,11 @@
 #define MEMP_MEM_MALLOC 0 /* pools stay fixed so exhaustion is visible in stats */
 #define PBUF_POOL_SIZE                                                                             \
 	1024 /* RX is zero-copy (custom pbufs); the pool feeds TX copies and reassembly */
-#define MEMP_NUM_PBUF 1024 /* PBUF_REF/ROM headers for zero-copy TX */
+#define MEMP_NUM_PBUF 4096 /* PBUF_ROM headers for no-copy tcp_write: ~1 per segment */
+/* The driver writes the 12-byte virtio-net header in front of every frame
+ * it sends without a copy (vnet_tx_headroom): lwIP reserves it in every
+ * pbuf it allocates for output, so TCP segments are never cloned. */
+#define PBUF_LINK_ENCAPSULATION_HLEN 12
 
 /* ---- protocols ---- */
 #define LWIP_IPV4                     1
@@ -42,30 +49,53 @@
 #define ARP_TABLE_SIZE                16
 #define ETH_PAD_SIZE                  0
 
-/* ---- TCP sized for RR with 100+ instances and 16K streams ---- */
-#define TCP_MSS                 1460 /* 1500 MTU - 40 */
+/* ---- TCP sized for RR with 100+ instances and bulk streams ---- */
+#define TCP_MSS                 1460 /* 1500 MTU - 40: what we advertise and what SYNs carry */
 #define MEMP_NUM_TCP_PCB        160  /* >= 128 concurrent RR connections + echo + spare */
 #define MEMP_NUM_TCP_PCB_LISTEN 8
-#define MEMP_NUM_UDP_PCB        160            /* UDP_RR instances */
-#define TCP_WND                 (44 * TCP_MSS) /* ~64 KB: fills a host-guest path without scaling */
-#define TCP_SND_BUF             (44 * TCP_MSS) /* same as the window so STREAM never waits on us */
-#define TCP_SND_QUEUELEN        (4 * TCP_SND_BUF / TCP_MSS)
-#define MEMP_NUM_TCP_SEG        2048    /* segments queued across all connections */
-#define TCP_OVERSIZE            TCP_MSS /* fewer, fuller segments for small writes */
-#define LWIP_TCP_TIMESTAMPS     0
-#define TCP_QUEUE_OOSEQ         1
-#define LWIP_WND_SCALE          0
-#define TCP_LISTEN_BACKLOG      0
+#define MEMP_NUM_UDP_PCB        160 /* UDP_RR instances */
+/* Windows for a bandwidth-delay product of >= 1 MB (RFC 7323 scaling):
+ * 1 MiB receive window advertised with shift 5 (32 KiB .. 2 MiB). */
+#define LWIP_WND_SCALE   1
+#define TCP_RCV_SCALE    5
+#define TCP_WND          (1024 * 1024)
+#define TCP_SND_BUF      (1024 * 1024) /* so STREAM never waits on us */
+#define TCP_SND_QUEUELEN (4 * TCP_SND_BUF / TCP_MSS)
+/* Only the socket API's select() reads it; lwIP's sanity check wants it
+ * to fit 16 bits, which its default (half the send buffer) would not. */
+#define TCP_SNDLOWAT (32 * 1024)
+/* Announce a reopened window after a quarter of it (lwIP's default, 4 MSS,
+ * would send a window-update ACK for every 64 KB segment consumed). */
+#define TCP_WND_UPDATE_THRESHOLD (TCP_WND / 4)
+#define MEMP_NUM_TCP_SEG         4096    /* segments queued across all connections */
+#define TCP_OVERSIZE             TCP_MSS /* fewer, fuller segments for small writes */
+#define LWIP_TCP_TIMESTAMPS      0
+#define TCP_QUEUE_OOSEQ          1
+/* Out-of-order data pins zero-copy RX buffers: bound it per connection
+ * (a quarter of the RX ring; net/netif.c copies frames once the stack
+ * holds half the ring, so the device can never be starved). */
+#define TCP_OOSEQ_MAX_PBUFS 64
+#define TCP_OOSEQ_MAX_BYTES TCP_WND
+#define TCP_LISTEN_BACKLOG  0
+/* net/offload.c keeps each connection's real MSS here while lwIP builds
+ * 64 KB segments for TSO; the hook gives it the moment a connection is up. */
+#define LWIP_TCP_PCB_NUM_EXT_ARGS                                      1
+#define LWIP_HOOK_FILENAME                                             "net/port/hooks.h"
+#define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) offload_tcp_inpacket(pcb)
 
-/* ---- checksums: computed in software (CSUM offload is a driver variant) ---- */
-#define CHECKSUM_GEN_IP       1
-#define CHECKSUM_GEN_UDP      1
-#define CHECKSUM_GEN_TCP      1
-#define CHECKSUM_CHECK_IP     1 /* malformed-frame tests count these drops */
-#define CHECKSUM_CHECK_UDP    1
-#define CHECKSUM_CHECK_TCP    1
-#define LWIP_CHECKSUM_ON_COPY 0
-
+/* ---- checksums: per netif and per frame (net/offload.c) ----
+ * Software by default; with the device's CSUM lwIP leaves TCP checksums to
+ * the device, and a received frame the device vouched for (DATA_VALID,
+ * NEEDS_CSUM) skips lwIP's TCP/UDP check. UDP, ICMP and IP headers are
+ * always summed here: a fragmented UDP datagram cannot be offloaded. */
+#define LWIP_CHECKSUM_CTRL_PER_NETIF 1
+#define CHECKSUM_GEN_IP              1
+#define CHECKSUM_GEN_UDP             1
+#define CHECKSUM_GEN_TCP             1
+#define CHECKSUM_CHECK_IP            1 /* malformed-frame tests count these drops */
+#define CHECKSUM_CHECK_UDP           1
+#define CHECKSUM_CHECK_TCP           1
+#define LWIP_CHECKSUM_ON_COPY        0
 /* ---- statistics: printed with the driver counters at the end of a run ---- */
 #define LWIP_STATS         1
 #define LWIP_STATS_DISPLAY 0 /* compact LWIPSTATS line from net_print_counters() */

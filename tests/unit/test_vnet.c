@@ -21,6 +21,7 @@ int check_failed, check_total;
 	 VIRTIO_BIT(VIRTIO_NET_F_STATUS) | VIRTIO_BIT(VIRTIO_F_EVENT_IDX) |                        \
 	 VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF) | VIRTIO_BIT(VIRTIO_NET_F_CSUM) |                      \
 	 VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM) | VIRTIO_BIT(VIRTIO_NET_F_MTU) |                      \
+	 VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4) |                \
 	 VIRTIO_BIT(VIRTIO_F_INDIRECT_DESC) | VIRTIO_BIT(VIRTIO_F_NOTIFICATION_DATA))
 
 #define FRAME_LEN 60
@@ -132,8 +133,12 @@ static void test_bringup(void)
 		want |= VIRTIO_BIT(VIRTIO_F_EVENT_IDX);
 	if (VNET_MRG_RXBUF)
 		want |= VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF);
-	if (VNET_CSUM)
+	if (VNET_WANT_CSUM)
 		want |= VIRTIO_BIT(VIRTIO_NET_F_CSUM) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM);
+	if (VNET_WANT_TSO)
+		want |= VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4);
+	if (VNET_WANT_LRO)
+		want |= VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4);
 	if (VNET_NOTIFICATION_DATA)
 		want |= VIRTIO_BIT(VIRTIO_F_NOTIFICATION_DATA);
 	if (!dev_open(SIM_SYNC))
@@ -401,7 +406,7 @@ static void test_backpressure(void)
 
 static void test_tx_layout(void)
 {
-	struct vnet_csum cs = {34, 16};
+	struct vnet_txo cs = {.csum = true, .csum_start = 34, .csum_offset = 16};
 	uint8_t zero[12] = {0};
 	uint8_t *f = pool[0] + HEADROOM;
 	struct vnet_seg seg = {f, FRAME_LEN};
@@ -423,7 +428,7 @@ static void test_tx_layout(void)
 
 	/* Checksum offload: only when built in and negotiated. */
 	memset(f, 0, FRAME_LEN);
-	if (VNET_CSUM) {
+	if (VNET_WANT_CSUM) {
 		CHECK_EQ(0, vnet_tx(vn, &seg, 1, &cs, (void *)(uintptr_t)9999), "csum frame");
 		vnet_tx_end_burst(vn);
 		settle();
@@ -459,15 +464,16 @@ static void test_rx_path(void)
 	for (unsigned i = 0; i < 10; i++) {
 		CHECK_EQ(1, vnet_rx(vn, &got[i]), "frame received");
 		CHECK_EQ(60 + i, got[i].len, "length");
-		if (((const uint8_t *)got[i].data)[59] != i || (uintptr_t)got[i].data % 4 != 2)
+		if (((const uint8_t *)got[i].buf[0].data)[59] != i ||
+		    (uintptr_t)got[i].buf[0].data % 4 != 2 || got[i].nbufs != 1)
 			bad++;
-		memset(got[i].priv, 0xaa, VNET_RX_PRIV_SIZE); /* caller scratch is usable */
+		memset(got[i].buf[0].priv, 0xaa, VNET_RX_PRIV_SIZE); /* caller scratch is usable */
 	}
 	CHECK_EQ(0, bad, "payload and alignment (data % 4 == 2)");
 	CHECK_EQ(0, vnet_rx(vn, &got[10]), "nothing more");
 	for (unsigned i = 10; i > 0; i--)
-		vnet_rx_release(vn, got[i - 1].handle);
-	vnet_rx_release(vn, got[0].handle); /* double release: refused */
+		vnet_rx_release(vn, got[i - 1].buf[0].handle);
+	vnet_rx_release(vn, got[0].buf[0].handle); /* double release: refused */
 	counters(&rx0, &tx);
 	vnet_poll(vn);
 	counters(&rx, &tx);
@@ -477,7 +483,7 @@ static void test_rx_path(void)
 		CHECK_EQ(1, vnet_rx(vn, &got[i]), "frame received");
 	}
 	for (unsigned i = 0; i < 6; i++)
-		vnet_rx_release(vn, got[i].handle);
+		vnet_rx_release(vn, got[i].buf[0].handle);
 	counters(&rx, &tx);
 	CHECK_EQ(16, rx.refilled - rx0.refilled, "a full batch re-posted");
 	CHECK_EQ(1, rx.refills - rx0.refills, "in one refill");
@@ -497,7 +503,7 @@ static void test_rx_path(void)
 	CHECK_EQ(255, held, "frames deliverable while the caller holds buffers");
 	CHECK(!sim_rx_inject(frame, 64), "device out of buffers");
 	for (unsigned i = 0; i < held; i++)
-		vnet_rx_release(vn, got[i].handle);
+		vnet_rx_release(vn, got[i].buf[0].handle);
 	vnet_before_wait(vn);
 	CHECK_EQ(0, sim_lost_wakeup(rxd), "device told about new buffers");
 	CHECK(sim_rx_inject(frame, 64), "device delivers again");
@@ -571,7 +577,7 @@ static void run_rx_fault(enum sim_fault f, const char *name)
 		return;
 	sim_rx_inject(frame, sizeof(frame));
 	CHECK_EQ(1, vnet_rx(vn, &r), "clean frame first");
-	vnet_rx_release(vn, r.handle);
+	vnet_rx_release_frame(vn, &r);
 	rxd->fault = f;
 	sim_rx_inject(frame, sizeof(frame));
 	rc = vnet_rx(vn, &r);

@@ -21,8 +21,9 @@ UNIT_SHARED_OBJS := $(patsubst %.c,$(UNIT_DIR)/obj/%.o,$(UNIT_SHARED_SRCS))
 UNIT_VNET_SRCS := tests/unit/test_vnet.c tests/unit/sim_pci.c drivers/virtio/vnet.c \
 	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c
 
-# Every TX_RECLAIM x TX_KICK with EVENT_IDX on and off, then the other
-# policies (avail=batched, txhdr=chain, zero-copy off, optional features)
+# Every TX_RECLAIM x TX_KICK with EVENT_IDX on and off (at the default
+# offload level, tso+lro), then the other policies (avail=batched,
+# txhdr=chain, zero-copy off, optional features, the lower offload levels)
 # over a spread of the first two.
 UNIT_VARIANTS := \
 	$(foreach r,$(VARIANT_RECLAIMS),$(foreach k,$(VARIANT_KICKS),$(foreach e,1 0,\
@@ -30,7 +31,8 @@ UNIT_VARIANTS := \
 	$(foreach r,before v1 poll,$(foreach k,burst deferred timer,$(r)-$(k)-ei1-batched-inline-zc1)) \
 	$(foreach r,before after lazy,$(r)-every-ei1-eager-chain-zc1) poll-deferred-ei0-eager-chain-zc1 \
 	$(foreach r,before v1 lazy poll,$(r)-burst-ei1-eager-inline-zc0) after-every-ei1-eager-chain-zc0 \
-	before-every-ei1-eager-inline-zc1-csum-mrg-nd poll-timer-ei0-batched-chain-zc0-csum-mrg-nd
+	before-every-ei1-eager-inline-zc1-off_csum-mrg-nd poll-timer-ei0-batched-chain-zc0-off_none-mrg-nd \
+	$(foreach o,none csum tso,before-every-ei1-eager-inline-zc1-off_$(o) v2-burst-ei0-eager-chain-zc0-off_$(o))
 UNIT_BINS := $(UNIT_DIR)/test_virtq $(foreach v,$(UNIT_VARIANTS),$(UNIT_DIR)/$(v)/test_vnet)
 
 $(UNIT_DIR)/obj/%.o: %.c $(UNIT_DEPS)
