@@ -4,7 +4,13 @@
 # Dependencies are installed and fetched by host/deps.sh on first use
 # (Debian packages as root; lwIP and picolibc sources from Debian's archive).
 
-O       ?= build
+# PROFILE=1: cycle accounting per data-path stage (kernel/prof.h), built
+# apart in build/profile/ because it changes every object.
+PROFILE ?= 0
+ifeq ($(filter 0 1,$(PROFILE)),)
+$(error PROFILE=$(PROFILE): expected 0 or 1)
+endif
+O       ?= $(if $(filter 1,$(PROFILE)),build/profile,build)
 DEPS    ?= deps
 PICOLIBC := $(DEPS)/picolibc
 LWIP    := $(DEPS)/lwip
@@ -23,7 +29,7 @@ CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Werror \
 	-fPIC -fvisibility=hidden -fno-common --param=min-pagesize=0 \
 	-nostdinc -isystem $(PICOLIBC)/include -isystem $(shell $(CC) -print-file-name=include) \
 	-I. -Inet/port -I$(LWIP)/src/include -MMD -MP
-CFLAGS  := $(CFLAGS_BASE) $(POLICY_CFLAGS) $(EXTRA_CFLAGS)
+CFLAGS  := $(CFLAGS_BASE) $(POLICY_CFLAGS) $(EXTRA_CFLAGS) $(if $(filter 1,$(PROFILE)),-DVNETLAB_PROFILE=1)
 
 # picolibc: the integer-only printf (no floating point anywhere in the guest).
 LIBS := $(PICOLIBC)/lib/libc.a $(shell $(CC) -print-libgcc-file-name)

@@ -14,15 +14,25 @@
 void result_snap(struct result_snap *s)
 {
 	vnet_counters(net_vnet(), &s->rx, &s->tx);
+	s->netif = *vnetif_stats();
+	s->off = offload_st;
+	if (VNETLAB_PROFILE)
+		prof_snap(&s->prof);
 	s->lwip_drops = net_lwip_drops() + vnetif_tx_drops();
 	s->ns = clock_ns();
 }
 
 void result_begin(const char *test, const char *role)
 {
-	printf("RESULT {\"test\":\"%s\",\"role\":\"%s\",\"variant\":\"%s\",\"accel\":\"%s\","
-	       "\"backend\":\"%s\",\"boot\":\"%s\"",
-	       test, role, vnet_variant(), cpu_accel(), net_backend(), kernel_boot_protocol());
+	unsigned off = vnet_offloads(net_vnet());
+
+	printf(
+	    "RESULT {\"test\":\"%s\",\"role\":\"%s\",\"variant\":\"%s\",\"accel\":\"%s\","
+	    "\"backend\":\"%s\",\"boot\":\"%s\",\"features\":\"0x%llx\",\"offloads\":\"%s%s%s%s\"",
+	    test, role, vnet_variant(), cpu_accel(), net_backend(), kernel_boot_protocol(),
+	    (unsigned long long)vnet_features(net_vnet()), off & VNET_OFF_TX_CSUM ? "tx_csum" : "",
+	    off & VNET_OFF_RX_CSUM ? ",rx_csum" : "", off & VNET_OFF_TSO4 ? ",tso4" : "",
+	    off & VNET_OFF_LRO4 ? ",lro4" : "");
 }
 
 void result_u64(const char *key, uint64_t v)
@@ -72,9 +82,13 @@ void result_latency(const struct hist *h)
 	result_u64("lat_max_ns", h->count ? h->max : 0);
 }
 
+static const struct result_snap *prof_a, *prof_b;
+
 void result_counters(const struct result_snap *a, const struct result_snap *b,
                      uint64_t transactions)
 {
+	prof_a = a;
+	prof_b = b;
 	uint64_t kicks = (b->tx.kicks - a->tx.kicks) + (b->rx.kicks - a->rx.kicks);
 	uint64_t suppressed = (b->tx.kicks_suppressed - a->tx.kicks_suppressed) +
 	                      (b->rx.kicks_suppressed - a->rx.kicks_suppressed);
@@ -89,9 +103,47 @@ void result_counters(const struct result_snap *a, const struct result_snap *b,
 	result_u64("lwip_drops", b->lwip_drops - a->lwip_drops);
 	result_ratio("kicks_per_txn", kicks, transactions);
 	result_ratio("reclaims_per_txn", reclaim_calls, transactions);
+
+	/* The bulk path: how big the frames were and what they cost, per
+	 * 64 KiB of frame bytes (headers included) in each direction. */
+	uint64_t tx_bytes = b->tx.bytes - a->tx.bytes, rx_bytes = b->rx.bytes - a->rx.bytes;
+	uint64_t tx_kicks = b->tx.kicks - a->tx.kicks, acks = b->off.tx_acks - a->off.tx_acks;
+	result_u64("tx_bytes", tx_bytes);
+	result_u64("rx_bytes", rx_bytes);
+	result_u64("tx_tso", b->off.tx_tso - a->off.tx_tso);
+	result_u64("rx_lro", b->rx.gso - a->rx.gso);
+	result_u64("tx_acks", acks);
+	result_u64("tx_clones", b->netif.tx_clones - a->netif.tx_clones);
+	result_u64("rx_copies", b->netif.rx_copies - a->netif.rx_copies);
+	result_ratio("tx_kicks_per_64k_sent", tx_kicks * 65536, tx_bytes);
+	result_ratio("acks_per_64k_received", acks * 65536, rx_bytes);
+}
+
+/* PROFILE {...}: per stage, cycles in the measured interval, per frame
+ * (both directions) and per KiB of frame bytes, and its share in 0.1 %. */
+static void result_profile(const struct result_snap *a, const struct result_snap *b)
+{
+	uint64_t total = 0, c[PROF_STAGES];
+	uint64_t frames = (b->tx.frames - a->tx.frames) + (b->rx.frames - a->rx.frames);
+	uint64_t kib = ((b->tx.bytes - a->tx.bytes) + (b->rx.bytes - a->rx.bytes)) / 1024;
+
+	for (int i = 0; i < PROF_STAGES; i++)
+		total += c[i] = b->prof.cycles[i] - a->prof.cycles[i];
+	printf("PROFILE {\"variant\":\"%s\",\"tsc_khz\":%lu,\"cycles\":%lu,\"frames\":%lu,"
+	       "\"kib\":%lu",
+	       vnet_variant(), clock_tsc_khz(), total, frames, kib);
+	for (int i = 0; i < PROF_STAGES; i++)
+		printf(
+		    ",\"%s\":{\"cycles\":%lu,\"per_frame\":%lu,\"per_kib\":%lu,\"permille\":%lu}",
+		    prof_name(i), c[i], frames ? c[i] / frames : 0, kib ? c[i] / kib : 0,
+		    total ? c[i] * 1000 / total : 0);
+	printf("}\n");
 }
 
 void result_end(void)
 {
 	printf("}\n");
+	if (VNETLAB_PROFILE && prof_a && prof_b)
+		result_profile(prof_a, prof_b);
+	prof_a = prof_b = NULL;
 }

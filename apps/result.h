@@ -15,11 +15,16 @@
 #include <stdint.h>
 #include "apps/hist.h"
 #include "drivers/virtio/vnet.h"
+#include "kernel/prof.h"
+#include "net/net.h"
 
 struct result_snap {
 	uint64_t ns;
 	struct vnet_counters rx, tx;
-	uint64_t lwip_drops; /* lwIP drops at every layer + frames the netif dropped */
+	struct vnetif_stats netif;
+	struct offload_stats off;
+	struct prof_snap prof; /* PROFILE builds only */
+	uint64_t lwip_drops;   /* lwIP drops at every layer + frames the netif dropped */
 };
 
 void result_snap(struct result_snap *s); /* counters and clock now */
@@ -37,6 +42,8 @@ void result_latency(const struct hist *h);
 /* Driver counters between two snapshots, totals and per transaction. */
 void result_counters(const struct result_snap *a, const struct result_snap *b,
                      uint64_t transactions);
+/* Closes the line; PROFILE builds then print the PROFILE line for the
+ * interval given to result_counters(). */
 void result_end(void);
 
 #endif

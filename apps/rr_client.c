@@ -259,9 +259,9 @@ static void on_err(void *arg, err_t err)
 static err_t on_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 {
 	struct inst *in = arg;
-	(void)pcb;
 	if (err != ERR_OK)
 		return err;
+	offload_tcp_established(pcb);
 	in->connected = true;
 	connected++;
 	return ERR_OK;

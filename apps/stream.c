@@ -35,6 +35,7 @@
 #include "apps/result.h"
 #include "apps/stream.h"
 #include "kernel/kernel.h"
+#include "kernel/prof.h"
 #include "lwip/tcp.h"
 #include "net/net.h"
 
@@ -97,6 +98,8 @@ void stream_send(struct sconn *s)
 {
 	struct tcp_pcb *pcb = s->pcb;
 	bool wrote = false;
+
+	prof_enter(PROF_APP);
 	while (s->sending) {
 		if (s->send_until_ns && clock_ns() >= s->send_until_ns)
 			s->send_left = 0;
@@ -110,15 +113,23 @@ void stream_send(struct sconn *s)
 			n = tcp_sndbuf(pcb);
 		if (n > s->send_left)
 			n = (uint32_t)s->send_left;
-		if (!n ||
-		    tcp_write(pcb, pattern + s->rec_off, (u16_t)n, TCP_WRITE_FLAG_MORE) != ERR_OK)
+		if (!n)
+			break;
+		prof_enter(PROF_TCP_OUT);
+		err_t e = tcp_write(pcb, pattern + s->rec_off, (u16_t)n, TCP_WRITE_FLAG_MORE);
+		prof_exit();
+		if (e != ERR_OK)
 			break; /* full: the sent callback or the tick resumes */
 		wrote = true;
 		s->send_left -= s->send_left == UINT64_MAX ? 0 : n;
 		s->rec_off = (s->rec_off + n) % stream_cfg.msg;
 	}
-	if (wrote)
+	if (wrote) {
+		prof_enter(PROF_TCP_OUT);
 		tcp_output(pcb);
+		prof_exit();
+	}
+	prof_exit();
 }
 
 void stream_acked(struct sconn *s, uint32_t len)
@@ -128,9 +139,11 @@ void stream_acked(struct sconn *s, uint32_t len)
 	len -= hdr;
 	if (!len)
 		return;
+	prof_enter(PROF_APP);
 	stream_st.last_data_ns = clock_ns();
 	if (stream_st.measuring)
 		stream_st.tx_bytes += len;
+	prof_exit();
 }
 
 static void check(struct sconn *s, const uint8_t *d, uint32_t n)
@@ -152,12 +165,14 @@ static void check(struct sconn *s, const uint8_t *d, uint32_t n)
 
 void stream_received(struct sconn *s, const uint8_t *d, uint32_t n)
 {
+	prof_enter(PROF_APP);
 	if (stream_cfg.check)
 		check(s, d, n);
 	s->rx_data += n;
 	stream_st.last_data_ns = clock_ns();
 	if (stream_st.measuring)
 		stream_st.rx_bytes += n;
+	prof_exit();
 }
 
 void stream_measure_begin(void)

@@ -114,6 +114,7 @@ static err_t on_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 	uint8_t h[STREAM_HDR_LEN];
 	if (err != ERR_OK)
 		return err;
+	offload_tcp_established(pcb); /* before the first write: 64 KB segments from the start */
 	make_header(h);
 	if (tcp_write(pcb, h, STREAM_HDR_LEN, TCP_WRITE_FLAG_COPY) != ERR_OK)
 		kernel_error("stream", "cannot queue the iperf header");

@@ -107,6 +107,7 @@ static err_t on_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 {
 	(void)arg;
 	(void)err;
+	offload_tcp_established(pcb);
 	connected = true;
 	push(pcb);
 	return ERR_OK;

@@ -272,7 +272,7 @@ run_one() {
 		stop_pid "$p"
 	done
 	peer_pids=()
-	{ grep -E "^(RESULT|ERROR) " "$tmp/guest.log" || true; } | tr -d '\r' | tee -a "$results"
+	{ grep -E "^(RESULT|PROFILE|ERROR) " "$tmp/guest.log" || true; } | tr -d '\r' | tee -a "$results"
 	if [ "$s" != 0 ]; then
 		echo "run: $t: guest exit status $s; console tail:" >&2
 		tail -5 "$tmp/guest.log" | sed 's/^/  | /' >&2

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "drivers/virtio/vnet.h"
 #include "kernel/kernel.h"
+#include "kernel/prof.h"
 #include "lwip/dhcp.h"
 #include "lwip/init.h"
 #include "lwip/priv/memp_priv.h"
@@ -89,10 +90,15 @@ static void fail_if_device_broken(void)
 
 void net_poll(void)
 {
-	if (vnet_poll(vn) < 0)
+	prof_enter(PROF_POLL);
+	int r = vnet_poll(vn);
+	prof_exit();
+	if (r < 0)
 		fail_if_device_broken();
 	vnetif_input_all(&netif);
+	prof_enter(PROF_TIMERS);
 	sys_check_timeouts();
+	prof_exit();
 }
 
 void net_end_pass(void)
@@ -115,8 +121,11 @@ int net_run(bool (*done)(void *), void *arg, uint64_t timeout_ns, void (*tick)(v
 	uint64_t end = clock_ns() + timeout_ns;
 	for (;;) {
 		net_poll();
-		if (tick)
+		if (tick) {
+			prof_enter(PROF_APP);
 			tick(arg);
+			prof_exit();
+		}
 		net_end_pass();
 		int r = done && done(arg) ? 0 : clock_ns() > end ? -1 : 1;
 		if (r <= 0) {

@@ -20,6 +20,7 @@
 #include <string.h>
 #include "drivers/virtio/vnet.h"
 #include "kernel/kernel.h"
+#include "kernel/prof.h"
 #include "lwip/etharp.h"
 #include "lwip/ip4.h"
 #include "lwip/ip4_frag.h"
@@ -98,7 +99,9 @@ static err_t linkoutput(struct netif *netif, struct pbuf *p)
 
 	uint64_t deadline = 0;
 	for (;;) {
+		prof_enter(PROF_ENQUEUE);
 		int r = vnet_tx(vn, segs, n, off > 0 ? &o : NULL, send);
+		prof_exit();
 		if (r == 0) {
 			LINK_STATS_INC(link.xmit);
 			return ERR_OK;
@@ -126,18 +129,22 @@ static err_t linkoutput(struct netif *netif, struct pbuf *p)
  * cut by lwIP's own ip4_frag() (which comes back here per fragment). */
 static err_t vnetif_output(struct netif *netif, struct pbuf *p, const ip4_addr_t *dst)
 {
+	err_t e;
+
+	prof_enter(PROF_IP_OUT);
 	if (p->tot_len > link_mtu &&
 	    !(offload_tso() && p->len >= 20 && ((const uint8_t *)p->payload)[9] == IP_PROTO_TCP)) {
 		uint16_t mtu = netif->mtu;
-		err_t e;
 
 		st.ip_frags++;
 		netif->mtu = link_mtu;
 		e = ip4_frag(p, netif, dst);
 		netif->mtu = mtu;
-		return e;
+	} else {
+		e = etharp_output(netif, p, dst);
 	}
-	return etharp_output(netif, p, dst);
+	prof_exit();
+	return e;
 }
 
 static struct pbuf *rx_wrap(struct vnet *vn, const struct vnet_rx_buf *b, uint32_t skip)
@@ -197,7 +204,12 @@ void vnetif_input_all(struct netif *netif)
 	struct vnet *vn = netif->state;
 	struct vnet_rx f;
 
-	while (vnet_rx(vn, &f) > 0) {
+	for (;;) {
+		prof_enter(PROF_RX);
+		int got = vnet_rx(vn, &f);
+		prof_exit();
+		if (got <= 0)
+			break;
 		/* A large-receive frame may be a full 64 KB IP packet plus its
 		 * Ethernet header: more than a pbuf's 16-bit tot_len. Check the
 		 * Ethernet header here and hand IP the packet without it. */
@@ -219,12 +231,14 @@ void vnetif_input_all(struct netif *netif)
 			continue;
 		}
 		NETIF_SET_CHECKSUM_CTRL(netif, offload_rx_flags(f.flags));
+		prof_enter(PROF_LWIP_IN);
 		if (big) {
 			st.rx_big++;
 			ip4_input(p, netif); /* frees p whatever happens */
 		} else if (netif->input(p, netif) != ERR_OK) {
 			pbuf_free(p);
 		}
+		prof_exit();
 	}
 	NETIF_SET_CHECKSUM_CTRL(netif, offload_rx_flags(0));
 }

@@ -32,6 +32,7 @@
 #include "lwip/tcp.h"
 #include "net/net.h"
 #include "net/port/hooks.h"
+#include "kernel/prof.h"
 
 #define ETH_HLEN 14
 /* Largest TCP payload in one frame: lwIP's pbuf tot_len (16 bits) holds the
@@ -158,3 +159,15 @@ int offload_tx(struct pbuf *p, struct vnet_txo *o, uint16_t max_frame)
 	}
 	return 1;
 }
+
+#if VNETLAB_PROFILE
+u16_t lwip_standard_chksum(const void *dataptr, int len);
+
+unsigned short offload_prof_chksum(const void *data, int len)
+{
+	prof_enter(PROF_CSUM);
+	u16_t r = lwip_standard_chksum(data, len);
+	prof_exit();
+	return r;
+}
+#endif

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "kernel/arch.h"
 #include "kernel/kernel.h"
+#include "kernel/prof.h"
 #include "drivers/virtio/vnet_priv.h"
 
 #define VNET_RECLAIM_ALL 0xffffffffu
@@ -55,6 +56,7 @@ unsigned vnet_tx_reclaim(struct vnet *vn, unsigned max)
 {
 	unsigned n = 0;
 
+	prof_enter(PROF_RECLAIM);
 	vn->tx.reclaim_calls++;
 	while (n < max) {
 		struct vnet_tx_slot *s;
@@ -78,6 +80,7 @@ unsigned vnet_tx_reclaim(struct vnet *vn, unsigned max)
 	}
 	vn->tx.reclaimed += n;
 	vn->tx.reclaim_hist[vnet_hist_bucket(n)]++;
+	prof_exit();
 	return n;
 }
 
@@ -86,8 +89,11 @@ unsigned vnet_tx_reclaim(struct vnet *vn, unsigned max)
 void vnet_tx_kick(struct vnet *vn)
 {
 	virtq_publish(&vn->txq);
-	if (virtq_kick_prepare(&vn->txq))
+	if (virtq_kick_prepare(&vn->txq)) {
+		prof_enter(PROF_KICK);
 		virtq_notify(&vn->txq);
+		prof_exit();
+	}
 	vn->tx_since_kick = 0;
 	vn->tx_holding = false;
 }

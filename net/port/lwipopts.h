@@ -96,6 +96,13 @@
 #define CHECKSUM_CHECK_UDP           1
 #define CHECKSUM_CHECK_TCP           1
 #define LWIP_CHECKSUM_ON_COPY        0
+/* PROFILE builds time every software checksum (net/offload.c wraps lwIP's
+ * own routine, algorithm 2, its default). */
+#if defined(VNETLAB_PROFILE) && VNETLAB_PROFILE
+#define LWIP_CHKSUM           offload_prof_chksum
+#define LWIP_CHKSUM_ALGORITHM 2
+unsigned short offload_prof_chksum(const void *data, int len);
+#endif
 /* ---- statistics: printed with the driver counters at the end of a run ---- */
 #define LWIP_STATS         1
 #define LWIP_STATS_DISPLAY 0 /* compact LWIPSTATS line from net_print_counters() */
