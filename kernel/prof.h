@@ -19,18 +19,18 @@
 #endif
 
 enum prof_stage {
-	PROF_OTHER,    /* main loop, waits: not claimed by a stage below */
-	PROF_RX,       /* driver: taking frames off the used ring (vnet_rx) */
-	PROF_POLL,     /* driver: vnet_poll() housekeeping (refill, status) */
-	PROF_LWIP_IN,  /* lwIP input: Ethernet, IP, TCP/UDP, the sends ACKs trigger */
-	PROF_APP,      /* the application: ticks, the stream data path (stream.c) */
-	PROF_TCP_OUT,  /* tcp_write()/tcp_output() called by the stream app */
-	PROF_IP_OUT,   /* lwIP below TCP: IP, ARP, Ethernet, the netif */
-	PROF_ENQUEUE,  /* driver: vnet_tx() putting a frame on the ring */
-	PROF_KICK,     /* driver: the notify write (a VM exit under KVM) */
-	PROF_RECLAIM,  /* driver: the one TX reclaim routine */
-	PROF_CSUM,     /* software checksums (lwIP's, and the pseudo-header sums) */
-	PROF_TIMERS,   /* lwIP's sys_check_timeouts() */
+	PROF_OTHER,   /* main loop, waits: not claimed by a stage below */
+	PROF_RX,      /* driver: taking frames off the used ring (vnet_rx) */
+	PROF_POLL,    /* driver: vnet_poll() housekeeping (refill, status) */
+	PROF_LWIP_IN, /* lwIP input: Ethernet, IP, TCP/UDP, the sends ACKs trigger */
+	PROF_APP,     /* the application: ticks, the stream data path (stream.c) */
+	PROF_TCP_OUT, /* tcp_write()/tcp_output() called by the stream app */
+	PROF_IP_OUT,  /* lwIP below TCP: IP, ARP, Ethernet, the netif */
+	PROF_ENQUEUE, /* driver: vnet_tx() putting a frame on the ring */
+	PROF_KICK,    /* driver: the notify write (a VM exit under KVM) */
+	PROF_RECLAIM, /* driver: the one TX reclaim routine */
+	PROF_CSUM,    /* software checksums (lwIP's, and the pseudo-header sums) */
+	PROF_TIMERS,  /* lwIP's sys_check_timeouts() */
 	PROF_STAGES
 };
 

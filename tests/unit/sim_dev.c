@@ -365,3 +365,51 @@ bool sim_lost_wakeup(const struct sim_queue *q)
 
 	return waiting && !q->kicked_since_idle && sim_published(q) != q->last_avail;
 }
+
+/* Deliver header + frame as one byte stream over as many RX buffers as it
+ * takes (5.1.6.4, MRG_RXBUF). The header is written as given except
+ * num_buffers, which says claim (the real count when claim < 0); only the
+ * first `complete` buffers (all when < 0) go on the used ring, with one
+ * index update. Returns the buffers the frame filled, -1 if the driver had
+ * too few posted (nothing is delivered then). */
+int sim_rx_inject_hdr(const struct virtio_net_hdr *h, const void *frame, uint32_t len, int claim,
+                      int complete)
+{
+	struct sim_queue *q = &sim.q[0];
+	struct virtio_net_hdr hdr = *h;
+	const uint8_t *src[2] = {(const uint8_t *)&hdr, frame};
+	uint32_t left[2] = {sizeof(hdr), len};
+	unsigned used = 0, part = 0;
+	uint16_t old;
+
+	/* Take buffers until the stream fits. */
+	for (uint32_t room = 0; room < sizeof(hdr) + len; used++) {
+		if (used == q->npending && sim_consume(q, 1) == 0)
+			return -1;
+		room += q->pending[used].w[0].len;
+	}
+	hdr.num_buffers = (uint16_t)(claim < 0 ? (int)used : claim);
+	for (unsigned k = 0; k < used; k++) {
+		struct sim_chain *c = &q->pending[k];
+		uint8_t *dst = (uint8_t *)(uintptr_t)c->w[0].addr;
+		uint32_t off = 0;
+
+		while (part < 2 && off < c->w[0].len) {
+			uint32_t n =
+			    left[part] < c->w[0].len - off ? left[part] : c->w[0].len - off;
+
+			memcpy(dst + off, src[part], n);
+			off += n;
+			src[part] += n;
+			left[part] -= n;
+			if (!left[part])
+				part++;
+		}
+		c->written = off;
+	}
+	old = q->used_idx;
+	for (unsigned k = 0; k < used && (complete < 0 || (int)k < complete); k++)
+		sim_complete_at(q, 0);
+	sim_publish_used(q, old);
+	return (int)used;
+}

@@ -19,8 +19,8 @@
 #include <stdint.h>
 #include "drivers/virtio/virtq.h"
 
-#define SIM_FRAME_MAX 4096
-#define SIM_WBUF_MAX  4 /* writable descriptors remembered per chain */
+#define SIM_FRAME_MAX (12 + 65536) /* a TSO frame with its header */
+#define SIM_WBUF_MAX  4            /* writable descriptors remembered per chain */
 
 enum sim_fault {
 	SIM_FAULT_NONE,
@@ -99,6 +99,8 @@ unsigned sim_complete(struct sim_queue *q, unsigned max);
 void sim_idle(struct sim_queue *q);
 void sim_run(struct sim_queue *q);
 bool sim_rx_inject(const void *frame, uint32_t len);
+int sim_rx_inject_hdr(const struct virtio_net_hdr *h, const void *frame, uint32_t len, int claim,
+                      int complete);
 bool sim_lost_wakeup(const struct sim_queue *q);
 void sim_driver_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint16_t sim_published(const struct sim_queue *q);

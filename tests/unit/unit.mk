@@ -33,7 +33,16 @@ UNIT_VARIANTS := \
 	$(foreach r,before v1 lazy poll,$(r)-burst-ei1-eager-inline-zc0) after-every-ei1-eager-chain-zc0 \
 	before-every-ei1-eager-inline-zc1-off_csum-mrg-nd poll-timer-ei0-batched-chain-zc0-off_none-mrg-nd \
 	$(foreach o,none csum tso,before-every-ei1-eager-inline-zc1-off_$(o) v2-burst-ei0-eager-chain-zc0-off_$(o))
-UNIT_BINS := $(UNIT_DIR)/test_virtq $(foreach v,$(UNIT_VARIANTS),$(UNIT_DIR)/$(v)/test_vnet)
+# The offload paths (test_offload.c) at every OFFLOAD level, plus copy +
+# chained header, and merged buffers without large receive.
+UNIT_OFFLOAD_VARIANTS := before-every-ei1-eager-inline-zc1 \
+	$(foreach o,none csum tso,before-every-ei1-eager-inline-zc1-off_$(o)) \
+	v2-burst-ei0-eager-chain-zc0 poll-timer-ei0-batched-chain-zc0-off_none-mrg-nd \
+	before-every-ei1-eager-inline-zc1-off_csum-mrg-nd
+UNIT_OFFLOAD_SRCS := tests/unit/test_offload.c tests/unit/sim_pci.c drivers/virtio/vnet.c \
+	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c
+UNIT_BINS := $(UNIT_DIR)/test_virtq $(foreach v,$(UNIT_VARIANTS),$(UNIT_DIR)/$(v)/test_vnet) \
+	$(foreach v,$(UNIT_OFFLOAD_VARIANTS),$(UNIT_DIR)/$(v)/test_offload)
 
 $(UNIT_DIR)/obj/%.o: %.c $(UNIT_DEPS)
 	@mkdir -p $(@D)
@@ -51,6 +60,15 @@ $(UNIT_DIR)/$(1)/test_vnet: $(UNIT_VNET_SRCS) $(UNIT_SHARED_OBJS) $(UNIT_DEPS)
 		$(UNIT_SHARED_OBJS) -o $$@
 endef
 $(foreach v,$(UNIT_VARIANTS),$(eval $(call UNIT_VARIANT_RULE,$(v))))
+
+define UNIT_OFFLOAD_RULE
+$(UNIT_DIR)/$(1)/test_offload: $(UNIT_OFFLOAD_SRCS) $(UNIT_SHARED_OBJS) $(UNIT_DEPS)
+	@mkdir -p $$(@D)
+	@echo "  HOSTCC  $$@"
+	@$(UNIT_CC) $(UNIT_CFLAGS) $(call variant_flags,$(1)) $(UNIT_OFFLOAD_SRCS) \
+		$(UNIT_SHARED_OBJS) -o $$@
+endef
+$(foreach v,$(UNIT_OFFLOAD_VARIANTS),$(eval $(call UNIT_OFFLOAD_RULE,$(v))))
 
 .PHONY: unit
 unit: $(UNIT_BINS)
