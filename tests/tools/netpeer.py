@@ -5,8 +5,13 @@ Runs inside the test's network namespace (ip netns exec NS python3 ...) or
 on loopback. Every socket operation has a timeout; each subcommand prints
 one JSON line with what it saw and exits non-zero on a mismatch.
 
-  tcp-integrity HOST PORT BYTES   push random bytes through an echo service,
-                                  compare SHA-256 of what comes back
+  tcp-integrity HOST PORT BYTES [WRITE [CONNS]]
+                                  push random bytes through an echo service in
+                                  WRITE-byte send()s (65536) on CONNS parallel
+                                  connections (1), compare SHA-256 of what comes back
+  stream-sink PORT MSG CONNS      accept CONNS connections of the appliance's stream
+                                  client (iperf 2 header, then MSG-byte records of
+                                  iperf's pattern), verify every byte, report SHA-256
   udp-sizes HOST PORT MIN MAX     echo every datagram size MIN..MAX
   echo-listen PORT                accept one TCP connection on 127.0.0.1,
                                   echo until EOF, report the SHA-256 seen
@@ -30,7 +35,7 @@ def out(**kw):
     print(json.dumps(kw), flush=True)
 
 
-def tcp_integrity(host, port, nbytes):
+def tcp_integrity_one(host, port, nbytes, write):
     s = socket.create_connection((host, port), timeout=10)
     s.settimeout(60)
     sent_hash, recv_hash = hashlib.sha256(), hashlib.sha256()
@@ -51,23 +56,117 @@ def tcp_integrity(host, port, nbytes):
 
     th = threading.Thread(target=reader, daemon=True)
     th.start()
-    t0 = time.monotonic()
     left = nbytes
+    block = os.urandom(1 << 20)
+    pos = 0
     try:
         while left > 0:
-            b = os.urandom(min(left, 1 << 16))
+            n = min(left, write)
+            if pos + n > len(block):
+                block, pos = os.urandom(1 << 20), 0
+            b = block[pos:pos + n]
+            pos += n
             s.sendall(b)
             sent_hash.update(b)
-            left -= len(b)
+            left -= n
     except OSError as e:
         err.append(f"send: {e}")
     th.join(120)
-    dt = time.monotonic() - t0
     s.close()
-    ok = not err and got[0] == nbytes and sent_hash.hexdigest() == recv_hash.hexdigest()
-    out(test="tcp-integrity", ok=ok, bytes=nbytes, received=got[0], seconds=round(dt, 3),
-        mbps=round(nbytes * 8 / dt / 1e6, 1), sent_sha256=sent_hash.hexdigest(),
-        recv_sha256=recv_hash.hexdigest(), errors=err)
+    return dict(received=got[0], sent_sha256=sent_hash.hexdigest(), recv_sha256=recv_hash.hexdigest(),
+                errors=err, ok=not err and got[0] == nbytes and sent_hash.digest() == recv_hash.digest())
+
+
+def tcp_integrity(host, port, nbytes, write=1 << 16, conns=1):
+    res = [None] * conns
+
+    def one(i):
+        try:
+            res[i] = tcp_integrity_one(host, port, nbytes, write)
+        except OSError as e:
+            res[i] = dict(ok=False, errors=[f"connect: {e}"], received=0, sent_sha256="", recv_sha256="")
+
+    t0 = time.monotonic()
+    ths = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(conns)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(300)
+    dt = time.monotonic() - t0
+    res = [r or dict(ok=False, errors=["timeout"], received=0, sent_sha256="", recv_sha256="") for r in res]
+    ok = all(r["ok"] for r in res)
+    out(test="tcp-integrity", ok=ok, bytes=nbytes, write=write, conns=conns,
+        received=sum(r["received"] for r in res), seconds=round(dt, 3),
+        mbps=round(nbytes * conns * 8 / dt / 1e6, 1), sent_sha256=res[0]["sent_sha256"],
+        recv_sha256=res[0]["recv_sha256"], errors=[e for r in res for e in r["errors"]][:5])
+    return 0 if ok else 1
+
+
+def stream_sink(port, msg, conns):
+    """The appliance's stream client (apps/stream_client.c) sends an iperf 2
+    test header whose first word gives its length, then records of msg
+    bytes, byte r of each being '0' + r % 10."""
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("0.0.0.0", port))
+    ls.listen(conns)
+    ls.settimeout(60)
+    print("listening", flush=True)
+    record = bytes(48 + r % 10 for r in range(msg))
+    rep = record * ((1 << 17) // msg + 2)
+    res = []
+
+    def serve(c):
+        c.settimeout(60)
+        h, n, bad, first_bad, err = hashlib.sha256(), 0, 0, None, None
+        hdr = b""
+        try:
+            while len(hdr) < 4:
+                b = c.recv(4 - len(hdr))
+                if not b:
+                    raise OSError("closed before the header")
+                hdr += b
+            flags = struct.unpack("!I", hdr)[0]
+            hlen = (flags & 0x1FE) >> 1 if flags & 0x10000 else 24
+            left = hlen - 4
+            while left:
+                b = c.recv(left)
+                if not b:
+                    raise OSError("closed inside the header")
+                left -= len(b)
+            while True:
+                b = c.recv(1 << 16)
+                if not b:
+                    break
+                h.update(b)
+                off = n % msg
+                want = rep[off:off + len(b)]
+                if b != want:
+                    for i in range(len(b)):
+                        if b[i] != want[i]:
+                            bad += 1
+                            if first_bad is None:
+                                first_bad = n + i
+                n += len(b)
+        except OSError as e:
+            err = str(e)
+        c.close()
+        res.append(dict(bytes=n, bad=bad, first_bad=first_bad, sha256=h.hexdigest(), error=err))
+
+    ths = []
+    try:
+        for _ in range(conns):
+            c, _ = ls.accept()
+            th = threading.Thread(target=serve, args=(c,), daemon=True)
+            th.start()
+            ths.append(th)
+    except OSError as e:
+        res.append(dict(bytes=0, bad=0, first_bad=None, sha256="", error=f"accept: {e}"))
+    for th in ths:
+        th.join(300)
+    ok = len(res) == conns and all(r["bad"] == 0 and not r["error"] and r["bytes"] > 0 for r in res)
+    out(test="stream-sink", ok=ok, msg=msg, conns=conns, bytes=sum(r["bytes"] for r in res),
+        bad=sum(r["bad"] for r in res), per_conn=res)
     return 0 if ok else 1
 
 
@@ -200,7 +299,9 @@ def inject(iface, guest_mac, guest_ip, host_ip):
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "tcp-integrity":
-        return tcp_integrity(argv[2], int(argv[3]), int(argv[4]))
+        return tcp_integrity(argv[2], int(argv[3]), int(argv[4]), *[int(a) for a in argv[5:7]])
+    if cmd == "stream-sink":
+        return stream_sink(int(argv[2]), int(argv[3]), int(argv[4]))
     if cmd == "udp-sizes":
         return udp_sizes(argv[2], int(argv[3]), int(argv[4]), int(argv[5]))
     if cmd == "echo-listen":
