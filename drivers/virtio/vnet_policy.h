@@ -153,9 +153,12 @@
 #error "VNET_LAZY_THRESH must be in 1..VIRTQ_MAX_SIZE-1"
 #endif
 
-/* RX buffers are re-posted this many at a time (or sooner if the ring runs low). */
+/* RX buffers are re-posted this many at a time (or sooner if the ring runs
+ * low). With large receive a 64 KB frame takes 17 buffers: re-post about
+ * four frames' worth at once, or a device that outruns us (QEMU fills the
+ * whole ring between two polls) waits for a kick per frame. */
 #ifndef VNET_RX_REFILL_BATCH
-#define VNET_RX_REFILL_BATCH 16
+#define VNET_RX_REFILL_BATCH (VNET_WANT_LRO ? 64 : 16)
 #endif
 #if VNET_RX_REFILL_BATCH < 1 || VNET_RX_REFILL_BATCH > VIRTQ_MAX_SIZE
 #error "VNET_RX_REFILL_BATCH must be in 1..VIRTQ_MAX_SIZE"

@@ -53,8 +53,8 @@ def peer(ns, args, timeout):
     return res
 
 
-def echo_guest(t, ns, kernel, seconds=300):
-    g = t.start(append=f"app=echo ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap echo.seconds={seconds}",
+def echo_guest(t, ns, kernel, seconds=300, args=""):
+    g = t.start(append=f"app=echo ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap echo.seconds={seconds} {args}",
                 net=f"tap:{ns.tap}", ns=ns, timeout=seconds + 60, kernel=kernel)
     g.wait_line(r"^echo listening", timeout=30)
     return g
@@ -212,3 +212,46 @@ def test_device_without_offloads(t):
         peer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(16 * MIB)], timeout=300)
         stats = stop_guest(ns, g)
         check_offloads_used(g, "none", stats, "device without offloads")
+
+
+def test_offload_fragments_at_link_mtu(t):
+    """With TSO the netif's IP MTU is raised for 64 KB TCP segments; every
+    other datagram must still leave in 1500-byte fragments (ping -s 4000
+    replies, UDP echoes of 1473..8000 bytes)."""
+    with t.netns() as ns:
+        _, kernel = variant("lro")
+        g = echo_guest(t, ns, kernel)
+        r = ns.run(["ping", "-q", "-c", "5", "-i", "0.2", "-s", "4000", "-W", "2", NS_GUEST_IP], timeout=30,
+                   capture_output=True, text=True)
+        if " 5 received" not in r.stdout:
+            raise Fail(f"ping -s 4000: {r.stdout.strip()[-200:]}")
+        code = ("import socket,sys\n"
+                "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.settimeout(2); bad=[]\n"
+                "for n in (1473, 2000, 2961, 3000, 8000):\n"
+                "    p=bytes(range(256))*(n//256)+bytes(n%256)\n"
+                "    s.sendto(p,(sys.argv[1],7))\n"
+                "    try:\n"
+                "        d,_=s.recvfrom(65536)\n"
+                "        bad += [] if d==p else [n]\n"
+                "    except OSError: bad.append(n)\n"
+                "print(bad); sys.exit(1 if bad else 0)\n")
+        r = ns.run([sys.executable, "-c", code, NS_GUEST_IP], timeout=30, capture_output=True, text=True)
+        if r.returncode:
+            raise Fail(f"UDP echoes above the MTU not returned intact: sizes {r.stdout.strip()}")
+        stats = stop_guest(ns, g)
+        if stats["NETIF"]["ip_frags"] < 10:
+            raise Fail(f"expected >= 10 datagrams fragmented at the link MTU, NETIF says {stats['NETIF']}")
+
+
+def test_offload_rx_copy_path(t):
+    """net.rx_hold_max=0 copies every received frame (what the netif does
+    when the stack holds half the RX ring): large merged frames must come
+    out of the copy intact, with every buffer returned."""
+    with t.netns() as ns:
+        _, kernel = variant("lro")
+        g = echo_guest(t, ns, kernel, args="net.rx_hold_max=0")
+        peer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(32 * MIB)], timeout=300)
+        stats = stop_guest(ns, g)
+        c = counters(g)
+        if stats["NETIF"]["rx_copies"] < c["rx"]["frames"] - 10 or c["rx"]["gso"] == 0:
+            raise Fail(f"expected every frame copied, large frames among them: {stats['NETIF']} {c['rx']}")
