@@ -304,10 +304,43 @@ static void test_rx_beyond_posted(void)
 		n++;
 	}
 	CHECK_EQ(4, vn->rx_posted, "four buffers left on the ring");
-	sim_rx_inject_hdr(&plain, frame, 60, 6, -1);
-	CHECK_EQ(-VNET_EDEVICE, vnet_rx(vn, &held[n]), "num_buffers 6 with 4 posted");
+	sim_rx_inject_hdr(&plain, frame, 60, 5, -1);
+	CHECK_EQ(-VNET_EDEVICE, vnet_rx(vn, &held[n]), "num_buffers 5 with 4 posted");
+	CHECK(strstr(vnet_error(vn), "num_buffers=5") != NULL,
+	      "refused for what was posted, before reading the used ring");
 	vnet_counters(vn, &rx, &tx);
 	CHECK_EQ(1, rx.device_errors, "fault counted");
+}
+
+/* 5.1.3.1 dependencies and what our buffers can hold. */
+static void test_feature_dependencies(void)
+{
+	char err[256] = "";
+
+	/* GUEST_TSO4 without MRG_RXBUF would need 64 KB buffers: declined. */
+	if (open_dev(SIM_BASE | (SIM_OFFLOADS & ~VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF))))
+		CHECK_EQ(0, sim.accepted & VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4),
+		         "no GUEST_TSO4 without MRG_RXBUF");
+	/* TSO without checksum offload is not allowed. */
+	if (open_dev(SIM_BASE | (SIM_OFFLOADS & ~VIRTIO_BIT(VIRTIO_NET_F_CSUM))))
+		CHECK_EQ(0, sim.accepted & VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4), "no HOST_TSO4 without CSUM");
+	if (open_dev(SIM_BASE | (SIM_OFFLOADS & ~VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM))))
+		CHECK_EQ(0, sim.accepted & VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4),
+		         "no GUEST_TSO4 without GUEST_CSUM");
+	/* 5.1.4.2: an MTU above what a buffer holds is declined, not clamped
+	 * while accepted. */
+	shim_reset();
+	sim_reset(SIM_BASE | VIRTIO_BIT(VIRTIO_NET_F_MTU));
+	sim.mode = SIM_SYNC;
+	sim.cfg[VIRTIO_NET_CFG_STATUS] = VIRTIO_NET_S_LINK_UP;
+	sim.cfg[VIRTIO_NET_CFG_MTU] = 9000 & 0xff;
+	sim.cfg[VIRTIO_NET_CFG_MTU + 1] = 9000 >> 8;
+	vn = vnet_open(err, sizeof(err));
+	CHECK(vn != NULL, "opens with a 9000-byte MTU offered");
+	if (vn) {
+		CHECK_EQ(0, sim.accepted & VIRTIO_BIT(VIRTIO_NET_F_MTU), "MTU 9000 declined");
+		CHECK_EQ(1500, vnet_mtu(vn), "and 1500 used");
+	}
 }
 
 static void test_rx_hostile(void)
@@ -356,6 +389,7 @@ int main(void)
 	RUN(test_device_without_offloads);
 	RUN(test_rx_merged);
 	RUN(test_rx_beyond_posted);
+	RUN(test_feature_dependencies);
 	RUN(test_rx_hostile);
 	printf("test_offload %s: %d checks, %d failed\n", vnet_variant(), check_total, check_failed);
 	return check_failed ? 1 : 0;
