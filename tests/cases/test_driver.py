@@ -37,7 +37,11 @@ def variant_string(name):
     r, k, ei, avail, hdr, zc = name.split("-")[:6]
     r = {"v1": "v1:2", "v2": "v2:2", "lazy": "lazy:32"}.get(r, r)
     k = {"burst": "burst:32", "timer": "timer:150us-LATENCY-PENALTY"}.get(k, k)
-    return f"reclaim={r},kick={k},event_idx={ei[2:]},avail={avail},txhdr={hdr},zerocopy={zc[2:]}"
+    words = name.split("-")[6:]
+    off = next((w[4:] for w in words if w.startswith("off_")), "lro")
+    off = "tso+lro" if off == "lro" else off
+    return (f"reclaim={r},kick={k},event_idx={ei[2:]},avail={avail},txhdr={hdr},zerocopy={zc[2:]},"
+            f"offload={off}")
 
 
 def check_arp_run(g, count, backend, variant=None):
