@@ -44,7 +44,7 @@ struct vnetif_stats {
 	uint64_t rx_drops;  /* frames over 64 KB that are not IPv4 to our MAC */
 	uint64_t ip_frags;  /* datagrams netif.c fragmented at the link MTU */
 };
-extern long vnetif_rx_hold_max; /* net.rx_hold_max (net.c sets it before net_up) */
+extern long vnetif_rx_hold_max;             /* net.rx_hold_max (net.c sets it before net_up) */
 err_t vnetif_init(struct netif *netif);     /* netif_add() init callback; state = struct vnet * */
 void vnetif_input_all(struct netif *netif); /* hand every received frame to lwIP */
 uint64_t vnetif_tx_drops(void);

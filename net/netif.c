@@ -43,7 +43,7 @@ _Static_assert(sizeof(struct rx_pbuf) <= VNET_RX_PRIV_SIZE, "rx_pbuf exceeds dri
 
 static struct vnetif_stats st;
 long vnetif_rx_hold_max = -1; /* net.rx_hold_max; above the ring size: half the ring */
-static uint16_t link_mtu; /* the wire's IP MTU; netif->mtu is larger with TSO */
+static uint16_t link_mtu;     /* the wire's IP MTU; netif->mtu is larger with TSO */
 
 static void rx_pbuf_free(struct pbuf *p)
 {
@@ -168,7 +168,7 @@ static struct pbuf *rx_pbuf(struct vnet *vn, const struct vnet_rx *f, uint32_t s
 	struct pbuf *p = NULL;
 
 	long hold = vnetif_rx_hold_max <= vnet_rx_ring_size(vn) ? vnetif_rx_hold_max
-	                                                         : vnet_rx_ring_size(vn) / 2;
+	                                                        : vnet_rx_ring_size(vn) / 2;
 
 	if ((long)vnet_rx_held(vn) > hold) {
 		p = pbuf_alloc(PBUF_RAW, (uint16_t)(f->len - skip), PBUF_RAM);

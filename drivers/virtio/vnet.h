@@ -45,10 +45,11 @@ enum {
 #define VNET_FRAME_MAX        1518  /* largest Ethernet frame without GSO, FCS excluded */
 #define VNET_GSO_FRAME_MAX    65535 /* largest TSO frame we send: lwIP's 16-bit tot_len */
 #define VNET_RX_GSO_FRAME_MAX (14 + 65535) /* largest large-receive frame: a full IP packet */
-#define VNET_TX_MAX_SEGS      64 /* scatter-list entries per frame: a 64 KB TSO segment of 1448-byte pbufs is 46 */
-#define VNET_RX_MAX_BUFS      32           /* merged RX buffers per frame (5.1.6.4 num_buffers) */
-#define VNET_RX_PRIV_SIZE     64           /* caller scratch bytes per RX buffer (pbuf_custom) */
-#define VNET_COUNTER_BUCKETS  9 /* reclaim batch histogram: 0,1,2,3-4,5-8,9-16,17-32,33-64,65+ */
+#define VNET_TX_MAX_SEGS                                                                           \
+	64 /* scatter-list entries per frame: a 64 KB TSO segment of 1448-byte pbufs is 46 */
+#define VNET_RX_MAX_BUFS     32 /* merged RX buffers per frame (5.1.6.4 num_buffers) */
+#define VNET_RX_PRIV_SIZE    64 /* caller scratch bytes per RX buffer (pbuf_custom) */
+#define VNET_COUNTER_BUCKETS 9  /* reclaim batch histogram: 0,1,2,3-4,5-8,9-16,17-32,33-64,65+ */
 
 /*
  * Bytes the caller must leave writable in front of segs[0].data for the

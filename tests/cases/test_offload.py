@@ -126,10 +126,15 @@ def stream_to_sink(t, ns, kernel, msg, instances, seconds=1, check=None):
     g = t.boot(append=f"app=stream stream.peer={NS_HOST_IP} stream.msg={msg} stream.instances={instances} "
                f"stream.warmup=0 stream.seconds={seconds} ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap",
                net=f"tap:{ns.tap}", ns=ns, timeout=120, kernel=kernel)
-    out, _ = sink.communicate(timeout=60)
-    res = json.loads(out.strip().splitlines()[-1])
     g.expect_ok()
     r = json_line(g, "RESULT")
+    try:
+        out, _ = sink.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        sink.kill()
+        raise Fail(f"stream client msg={msg} x{instances}: the guest ended ({r['bytes']} bytes acked) "
+                   "but the host sink did not see every connection close within 30 s")
+    res = json.loads(out.strip().splitlines()[-1])
     if not res["ok"]:
         raise Fail(f"stream client msg={msg} x{instances}: host saw {json.dumps(res)[:600]}")
     if res["bytes"] < r["bytes"]:

@@ -18,9 +18,9 @@ int check_failed, check_total;
 /* QEMU's virtio-net on a tap with a vnet header (what offload needs). */
 #define SIM_OFFLOADS                                                                               \
 	(VIRTIO_BIT(VIRTIO_NET_F_CSUM) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM) |                     \
-	 VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4) |                 \
-	 VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO6) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO6) |                 \
-	 VIRTIO_BIT(VIRTIO_NET_F_GUEST_ECN) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_UFO) |                  \
+	 VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4) |                \
+	 VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO6) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO6) |                \
+	 VIRTIO_BIT(VIRTIO_NET_F_GUEST_ECN) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_UFO) |                 \
 	 VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF))
 #define SIM_BASE                                                                                   \
 	(VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_NET_F_MAC) |                           \
@@ -106,10 +106,10 @@ static void test_tx_headers(void)
 	CHECK_EQ((VNET_WANT_CSUM ? VNET_OFF_TX_CSUM | VNET_OFF_RX_CSUM : 0) |
 	             (VNET_WANT_TSO ? VNET_OFF_TSO4 : 0) | (VNET_WANT_LRO ? VNET_OFF_LRO4 : 0),
 	         vnet_offloads(vn), "offloads = what this level asks and the device offers");
-	CHECK_EQ(0, sim.accepted & (VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO6) |
-	                            VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO6) |
-	                            VIRTIO_BIT(VIRTIO_NET_F_GUEST_ECN) |
-	                            VIRTIO_BIT(VIRTIO_NET_F_GUEST_UFO)),
+	CHECK_EQ(0,
+	         sim.accepted &
+	             (VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO6) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO6) |
+	              VIRTIO_BIT(VIRTIO_NET_F_GUEST_ECN) | VIRTIO_BIT(VIRTIO_NET_F_GUEST_UFO)),
 	         "no IPv6, ECN or UFO offload accepted");
 
 	/* No offload: an all-zero header, for every shape. */
@@ -202,8 +202,8 @@ static void test_rx_merged(void)
 {
 	struct virtio_net_hdr h = {0};
 	uint32_t per_buf = VNET_RX_BUF_SIZE - VNET_RX_HDR_OFF;
-	uint32_t lens[] = {60, 1514, per_buf - 12, per_buf - 11, 2 * per_buf, 9000, BIG,
-	                   VNET_RX_GSO_FRAME_MAX};
+	uint32_t lens[] = {60,          1514, per_buf - 12, per_buf - 11,
+	                   2 * per_buf, 9000, BIG,          VNET_RX_GSO_FRAME_MAX};
 
 	if (!open_dev(SIM_BASE | SIM_OFFLOADS))
 		return;
@@ -226,7 +226,8 @@ static void test_rx_merged(void)
 		fill(frame, len, i);
 		n = sim_rx_inject_hdr(&h, frame, len, -1, -1);
 		if (!VNET_WANT_LRO && big) {
-			CHECK_EQ(-VNET_EDEVICE, vnet_rx(vn, &f), "GSO frame never negotiated: fault");
+			CHECK_EQ(-VNET_EDEVICE, vnet_rx(vn, &f),
+			         "GSO frame never negotiated: fault");
 			open_dev(SIM_BASE | SIM_OFFLOADS);
 			continue;
 		}
@@ -323,7 +324,8 @@ static void test_feature_dependencies(void)
 		         "no GUEST_TSO4 without MRG_RXBUF");
 	/* TSO without checksum offload is not allowed. */
 	if (open_dev(SIM_BASE | (SIM_OFFLOADS & ~VIRTIO_BIT(VIRTIO_NET_F_CSUM))))
-		CHECK_EQ(0, sim.accepted & VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4), "no HOST_TSO4 without CSUM");
+		CHECK_EQ(0, sim.accepted & VIRTIO_BIT(VIRTIO_NET_F_HOST_TSO4),
+		         "no HOST_TSO4 without CSUM");
 	if (open_dev(SIM_BASE | (SIM_OFFLOADS & ~VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM))))
 		CHECK_EQ(0, sim.accepted & VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4),
 		         "no GUEST_TSO4 without GUEST_CSUM");
@@ -391,6 +393,7 @@ int main(void)
 	RUN(test_rx_beyond_posted);
 	RUN(test_feature_dependencies);
 	RUN(test_rx_hostile);
-	printf("test_offload %s: %d checks, %d failed\n", vnet_variant(), check_total, check_failed);
+	printf("test_offload %s: %d checks, %d failed\n", vnet_variant(), check_total,
+	       check_failed);
 	return check_failed ? 1 : 0;
 }
