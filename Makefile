@@ -53,6 +53,8 @@ PVH_SRCS    := $(wildcard boot/pvh/*.c boot/pvh/*.S)
 obj = $(patsubst %,$(O)/obj/%.o,$(basename $(1)))
 COMMON_OBJS := $(call obj,$(COMMON_SRCS)) $(if $(NET_SRCS),$(LWIP_OBJS))
 PVH_OBJS    := $(call obj,$(PVH_SRCS))
+# mk/variants.mk defines rules; without this its first one would be the default.
+.DEFAULT_GOAL := all
 include mk/variants.mk
 
 .PHONY: all deps pvh efi image run test bench variants clean distclean help format
