@@ -41,14 +41,14 @@ BACKENDS = {
 # key -> (default, help). Values are strings until validate().
 KEYS = {
     "variants": ("", "variant names (from the variants makefile or defined with `variant NAME = VARS`)"),
-    "tests": ("tcp_rr,tcp_stream", "tests: " + ", ".join(TESTS) + " (aliases rr, stream, maerts)"),
+    "tests": ("tcp_rr,tcp_stream", "tests: " + ", ".join(TESTS) + " (aliases rr, stream, maerts; netperf's TCP_RR etc. too)"),
     "backends": ("tap", "backends: tap[:tx=bh|timer], vhost[:poll-us=N], vhost-user, user"),
     "guests": ("vnetlab", "guests whose results form columns: vnetlab (one column per variant), linux (a stock Debian kernel serving stock sockperf/iperf; needs rr.role/stream.role=server)"),
     "repetitions": ("3", "repetitions of every configuration"),
     "seconds": ("10", "measured seconds per run"),
     "warmup": ("1", "guest warm-up seconds before measuring"),
     "baseline": ("", "column the others are compared with (default: the first variant)"),
-    "rr.sizes": ("256/256", "request/response sizes, e.g. 256/256,1/1"),
+    "rr.sizes": ("256/256", "request/response sizes, e.g. 256/256,1/1 or netperf-style 256,256 (pairs then separated by blanks)"),
     "rr.instances": ("1,25,50,100", "concurrent RR instances (table rows)"),
     "rr.burst": ("1", "outstanding transactions per instance (netperf -b)"),
     "rr.role": ("client", "client: the appliance drives a host `sockperf server`; server: host `sockperf ping-pong` drives the appliance (1 instance)"),
@@ -83,6 +83,25 @@ def parse_size(s):
     if not m:
         raise BenchError(f"bad size '{s}' (expected a number, optionally with K or M)")
     return int(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20}[m.group(2).lower()]
+
+
+def rr_size_list(v):
+    """rr.sizes -> [(req, resp)]. Items REQ/RESP separated by commas or
+    blanks (256/256,1/1), or netperf's -r REQ,RESP pairs separated by blanks
+    or ';' (256,256 64,64), or one size N for N/N."""
+    out = []
+    for item in re.split(r"[;\s]+", " ".join(v) if isinstance(v, (list, tuple)) else str(v).strip()):
+        if not item:
+            continue
+        parts = item.split(",") if "/" in item else [item]
+        for x in parts:
+            if not x:
+                continue
+            m = re.fullmatch(r"(\w+)(?:[/,](\w+))?", x)
+            if not m:
+                raise BenchError(f"bad rr size '{x}' (expected REQ/RESP such as 256/256, netperf's 256,256, or 256)")
+            out.append((m.group(1), m.group(2) or m.group(1)))
+    return out
 
 
 def parse_file(path):
@@ -178,6 +197,7 @@ class Matrix:
 
         self.tests = []
         for t in split_list(s["tests"]):
+            t = t.lower()  # netperf's names: TCP_RR, UDP_RR, TCP_STREAM, TCP_MAERTS
             t = TEST_ALIASES.get(t, t)
             if t not in TESTS:
                 raise BenchError(f"unknown test '{t}': known are {', '.join(TESTS)} (aliases {', '.join(TEST_ALIASES)})")
@@ -198,12 +218,7 @@ class Matrix:
         self.repetitions = self._int("repetitions", 1, 100)
         self.seconds = self._int("seconds", 1, 3600)
         self.warmup = self._int("warmup", 0, 600)
-        self.rr_sizes = []
-        for x in split_list(s["rr.sizes"]):
-            m = re.fullmatch(r"(\w+)/(\w+)", x)
-            if not m:
-                raise BenchError(f"bad rr size '{x}' (expected REQ/RESP, e.g. 256/256)")
-            self.rr_sizes.append((parse_size(m.group(1)), parse_size(m.group(2))))
+        self.rr_sizes = [(parse_size(q), parse_size(r)) for q, r in rr_size_list(s["rr.sizes"])]
         self.rr_instances = self._ints("rr.instances", 1, 128)  # apps/rr.h RR_INSTANCES
         self.rr_burst = self._ints("rr.burst", 1, 64)  # RR_BURST_MAX
         self.rr_role = s["rr.role"]
