@@ -43,7 +43,7 @@ KEYS = {
     "variants": ("", "variant names (from the variants makefile or defined with `variant NAME = VARS`)"),
     "tests": ("tcp_rr,tcp_stream", "tests: " + ", ".join(TESTS) + " (aliases rr, stream, maerts; netperf's TCP_RR etc. too)"),
     "backends": ("tap", "backends: tap[:tx=bh|timer], vhost[:poll-us=N], vhost-user, user"),
-    "guests": ("vnetlab", "guests whose results form columns: vnetlab (one column per variant), linux (a stock Debian kernel serving stock sockperf/iperf; needs rr.role/stream.role=server)"),
+    "guests": ("vnetlab", "guests whose results form columns: vnetlab (one column per variant), linux (a stock Debian kernel serving stock sockperf/iperf; needs rr.role/stream.role=server), linux:T+T... (with tunings busypoll, idlepoll, nomitig, sockperf-bp, or best = all), loopback (no guest: the host peer against the same stock server on the namespace's loopback)"),
     "repetitions": ("3", "repetitions of every configuration"),
     "seconds": ("10", "measured seconds per run"),
     "warmup": ("1", "guest warm-up seconds before measuring"),
@@ -212,7 +212,8 @@ class Matrix:
 
         self.guests = split_list(s["guests"])
         for g in self.guests:
-            if g not in guests_known:
+            # A kind may take tunings after a colon (guests.py: linux:busypoll+idlepoll).
+            if g.split(":", 1)[0] not in guests_known:
                 raise BenchError(f"unknown guest '{g}': known are {', '.join(guests_known)}")
 
         self.repetitions = self._int("repetitions", 1, 100)
