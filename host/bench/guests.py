@@ -172,6 +172,8 @@ class Vnetlab:
         qemu_extra = ["-name", "vnetlab,debug-threads=on", *qemu_extra]
         argv = [QEMU_RUN, "--kernel", kernel, "--append", cmdline, "--accel", self.m.accel,
                 "--machine", self.m.machine, "--timeout", str(timeout), *net_opts]
+        if getattr(self.m, "cpu", ""):
+            argv[1:1] = ["--cpu", self.m.cpu]
         if qemu_extra:
             argv += ["--", *qemu_extra]
         if self.m.pin.get("qemu"):
@@ -235,15 +237,16 @@ def qemu_net_args(net_opts):
 class LinuxBoot(Boot):
     """A Boot whose accelerator is known from its own command line."""
 
-    def __init__(self, proc, accel):
+    def __init__(self, proc, accel, cpu=""):
         super().__init__(proc)
         self._accel = accel
+        self._cpu = cpu
 
     def accel(self):
         return self._accel
 
     def cpu_model(self):
-        return CPU_MODEL.get(self._accel)
+        return self._cpu or CPU_MODEL.get(self._accel)
 
 
 # Tunings a performance engineer would try on the Linux guest, as
@@ -369,7 +372,7 @@ class Linux:
                            [f"{a}={b}" for a, b in self.keys(run, backend).items()])
         net_opts, extra = backend.qemu_net()
         accel = pick_accel(self.m.accel)
-        cpu = ["-accel", accel, "-cpu", CPU_MODEL[accel]]
+        cpu = ["-accel", accel, "-cpu", getattr(self.m, "cpu", "") or CPU_MODEL[accel]]
         argv = ["timeout", "--kill-after=5", str(timeout), "qemu-system-x86_64",
                 "-M", self.m.machine, *cpu, "-m", str(GUEST_MEM_MIB), "-smp", "1",
                 "-nodefaults", "-display", "none", "-no-reboot", "-serial", "stdio", "-monitor", "none",
@@ -382,7 +385,7 @@ class Linux:
 
     def start(self, run, backend, timeout):
         argv, cmdline, accel = self.argv(run, backend, timeout)
-        return LinuxBoot(Proc("qemu", backend.wrap(argv)), accel), cmdline
+        return LinuxBoot(Proc("qemu", backend.wrap(argv)), accel, getattr(self.m, "cpu", "")), cmdline
 
     def complete(self, row):
         """The guest runs stock servers, which measure nothing: its

@@ -57,6 +57,7 @@ KEYS = {
     "stream.role": ("client", "client: the appliance connects to a host `iperf -s` (sending, or receiving like iperf -R); server: a host `iperf -c` drives the appliance"),
     "ping.sizes": ("56", "ICMP payload sizes (table rows)"),
     "accel": ("auto", "auto|kvm|tcg, passed to host/qemu-run.sh"),
+    "cpu": ("", "QEMU CPU model of every guest (default: per accelerator, guests.CPU_MODEL: TCG qemu64, KVM host)"),
     "machine": ("pc", "pc|q35"),
     "pin.qemu": ("", "taskset CPU list for QEMU (empty: no pinning)"),
     "pin.peer": ("", "taskset CPU list for the host peer"),
@@ -239,6 +240,9 @@ class Matrix:
         if s["accel"] not in ("auto", "kvm", "tcg"):
             raise BenchError(f"bad accel '{s['accel']}' (auto|kvm|tcg)")
         self.accel = s["accel"]
+        self.cpu = str(s["cpu"]).strip()
+        if self.cpu and not re.fullmatch(r"[A-Za-z0-9_.,=+-]+", self.cpu):
+            raise BenchError(f"bad cpu '{self.cpu}' (a QEMU -cpu model such as qemu64, max, host)")
         if s["machine"] not in ("pc", "q35"):
             raise BenchError(f"bad machine '{s['machine']}' (pc|q35)")
         self.machine = s["machine"]
@@ -359,6 +363,7 @@ class Matrix:
             "stream.role": self.stream_role,
             "ping.sizes": self.ping_sizes,
             "accel": self.accel,
+            "cpu": self.cpu,
             "machine": self.machine,
             "pin": self.pin,
         }
