@@ -593,3 +593,90 @@ def test_harness_compare_gate(t):
         r = vnetbench(["compare", old, os.path.join(d, "missing")], timeout=60)
         if r.returncode != 2 or "not found" not in r.stderr:
             raise Fail(f"a missing folder: expected exit 2 naming it, got {r.returncode}: {r.stderr}")
+
+
+def test_harness_linux_tunings_and_loopback_kinds(t):
+    """Guest kinds without booting: linux:TUNING columns put their kernel
+    parameters, sysctls and server options where the init reads them; bad
+    tunings are refused; loopback serves like the Linux guest; every guest
+    gets one CPU model per accelerator, overridable by the cpu key."""
+    import backends
+    import guests
+    import matrix
+
+    def mx(g, **kw):
+        s = {"guests": g, "tests": "udp_rr tcp_stream", "rr.role": "server", "stream.role": "server",
+             "rr.sizes": "64,64", "rr.instances": "1", "stream.sizes": "16K", "stream.instances": "1",
+             "accel": "tcg", "seconds": "3", "warmup": "1"}
+        s.update(kw)
+        return matrix.Matrix(s, {"appliance": ""}, lambda v: None, list(guests.KINDS))
+
+    m = mx("vnetlab linux linux:best linux:busypoll+nomitig loopback")
+    names = [m.column_name(*c) for c in m.columns]
+    if names != ["appliance", "linux", "linux:best", "linux:busypoll+nomitig", "loopback"]:
+        raise Fail(f"columns: {names}")
+    if m.rr_sizes != [(64, 64)]:
+        raise Fail(f"netperf-style rr.sizes 64,64 must be one 64/64 pair, got {m.rr_sizes}")
+    tap = backends.make("tap", "tap", {})
+    with tempfile.TemporaryDirectory() as d:
+        lin = guests.Linux(m, lambda s: None, directory=d, spec="linux:busypoll+nomitig")
+        run = next(r for r in m.runs() if r.column == "linux:best" and r.test == "udp_rr")
+        argv, cmdline, accel = lin.argv(run, tap, 60)
+        words = cmdline.split()
+        for w in ("mitigations=off", "vnl.tuning=busypoll+nomitig",
+                  "vnl.sysctl=net.core.busy_poll=50,net.core.busy_read=50"):
+            if w not in words:
+                raise Fail(f"linux:busypoll+nomitig kernel command line lacks {w}: {cmdline}")
+        if "idle=poll" in words or any(w.startswith("vnl.srvopt") for w in words):
+            raise Fail(f"tunings not asked for must not appear: {cmdline}")
+        if argv[argv.index("-cpu") + 1] != guests.CPU_MODEL["tcg"]:
+            raise Fail(f"linux guest CPU model under TCG must be {guests.CPU_MODEL['tcg']}: {argv}")
+        best = guests.Linux(m, lambda s: None, directory=d, spec="linux:best")
+        _, cl, _ = best.argv(run, tap, 60)
+        for w in ("idle=poll", "mitigations=off", "vnl.srvopt=--lls,50", "vnl.tuning=best"):
+            if w not in cl.split():
+                raise Fail(f"linux:best lacks {w}: {cl}")
+        srun = next(r for r in m.runs() if r.column == "linux:best" and r.test == "tcp_stream")
+        _, cl, _ = best.argv(srun, tap, 60)
+        if "vnl.srvopt" in cl:
+            raise Fail(f"sockperf's options must not reach iperf: {cl}")
+        mm = mx("linux", cpu="max")
+        _, _, _ = guests.Linux(mm, lambda s: None, directory=d).argv(mm.runs()[0], tap, 60)
+        a2, _, _ = guests.Linux(mm, lambda s: None, directory=d).argv(mm.runs()[0], tap, 60)
+        if a2[a2.index("-cpu") + 1] != "max":
+            raise Fail(f"cpu = max must reach the linux guest's QEMU: {a2}")
+    for bad, pattern in (("linux:turbo", "unknown linux tuning 'turbo'"), ("loopback:x", "only linux takes tunings")):
+        try:
+            guests.make(bad, m, lambda s: None)
+            raise Fail(f"guest {bad} must be refused")
+        except BenchError as e:
+            if pattern not in str(e):
+                raise Fail(f"guest {bad}: expected /{pattern}/, got {e}")
+    lo = guests.make("loopback", m, lambda s: None)
+    if lo.supports("udp_rr", tap) or lo.supports("tcp_stream", tap):
+        raise Fail("loopback serves rr and stream on tap")
+    if not lo.supports("udp_rr", backends.make("user", "user", {})):
+        raise Fail("loopback needs a namespace: slirp must be refused")
+    client = guests.make("loopback", mx("loopback", **{"rr.role": "client"}), lambda s: None)
+    if "rr.role=server" not in (client.supports("udp_rr", tap) or ""):
+        raise Fail("loopback with rr.role=client must be refused with the fix named")
+    row = {"peer_tps": 5.0, "peer_lat_p50_ns": 9000}
+    lo.complete(row)
+    if row.get("tps") != 5.0 or row.get("lat_p50_ns") != 9000 or row.get("figures_from") != "peer":
+        raise Fail(f"loopback rows take the host peer's figures: {row}")
+    import runs
+    w = runs.guest_window({"t_begin_us": 1_000_000, "t_end_us": 6_000_000, "t_line_us": 6_200_000}, 100.0)
+    if not (approx(w[0], 94.8) and approx(w[1], 99.8)):
+        raise Fail(f"guest interval 1..6 s printed at 6.2 s, line at host 100 s: expected (94.8, 99.8), got {w}")
+    if runs.guest_window({"seconds": 5}, 100.0) is not None:
+        raise Fail("a RESULT without the interval keys has no guest window")
+    row = {"tps": 10000.0, "host_cpu_pct": 150.0, "qemu_cpu_pct": 100.0, "peer_cpu_pct": 20.0}
+    runs.service_demand(row, "rr")
+    if row != dict(row, host_us_per_txn=150.0, qemu_us_per_txn=100.0, peer_us_per_txn=20.0, procs_us_per_txn=120.0):
+        raise Fail(f"service demand at 10,000 trans/s: 150% host = 150 us/txn, QEMU 100, peer 20, both 120: {row}")
+    row = {"mbps": 800.0, "host_cpu_pct": 100.0}
+    runs.service_demand(row, "stream")
+    if row.get("host_us_per_mb") != 10000.0:
+        raise Fail(f"800 Mbit/s = 100 MB/s at one CPU = 10,000 us per MB: {row}")
+    if runs.exit_line(["vnetlab exit status=0", "x", "vnetlab-linux exit status=3"]) != 3 or runs.exit_line(["no"]) is not None:
+        raise Fail("exit_line: the last exit line of any guest kind, None without one")
