@@ -32,7 +32,7 @@ import sys
 import stats
 from matrix import TESTS
 
-PARAMS = ("req", "resp", "instances", "burst", "msg", "size")
+PARAMS = ("req", "resp", "instances", "burst", "mps", "msg", "size")
 
 
 def lower_is_better(metric):
@@ -67,6 +67,8 @@ def key_label(k):
         parts.append(f"x{d['instances']}")
     if d.get("burst", 1) > 1:
         parts.append(f"b{d['burst']}")
+    if d.get("mps"):
+        parts.append(f"open {d['mps']}/s")
     return f"{test} {' '.join(parts)} {backend} [{col}]"
 
 

@@ -51,6 +51,7 @@ KEYS = {
     "rr.sizes": ("256/256", "request/response sizes, e.g. 256/256,1/1 or netperf-style 256,256 (pairs then separated by blanks)"),
     "rr.instances": ("1,25,50,100", "concurrent RR instances (table rows)"),
     "rr.burst": ("1", "outstanding transactions per instance (netperf -b)"),
+    "rr.mps": ("", "open loop (rr.role=server): host `sockperf under-load --mps N --reply-every 1` offers N transactions/s instead of ping-pong's closed loop; rows loop=open, their latency is the peer's"),
     "rr.role": ("client", "client: the appliance drives a host `sockperf server`; server: host `sockperf ping-pong` drives the appliance (1 instance)"),
     "stream.sizes": ("256,1K,4K,16K", "message sizes (table rows)"),
     "stream.instances": ("1,4", "concurrent streams"),
@@ -156,6 +157,8 @@ class Run:
         p = self.params
         if TESTS[self.test]["kind"] == "rr":
             cfg = f"{p['req']}/{p['resp']} x{p['instances']}" + (f" b{p['burst']}" if p["burst"] > 1 else "")
+            if p.get("mps"):
+                cfg += f" open-loop {p['mps']}/s"
         elif TESTS[self.test]["kind"] == "stream":
             cfg = f"msg {p['msg']} x{p['instances']}"
         else:
@@ -226,6 +229,9 @@ class Matrix:
         self.rr_role = s["rr.role"]
         if self.rr_role not in ("client", "server"):
             raise BenchError(f"bad rr.role '{self.rr_role}' (client|server)")
+        self.rr_mps = self._ints("rr.mps", 1, 1000000) if str(s["rr.mps"]).strip() else [0]
+        if self.rr_mps != [0] and self.rr_role != "server":
+            raise BenchError("rr.mps (open loop) needs rr.role=server: the host's sockperf under-load drives the guest")
         if self.rr_role == "server" and (max(self.rr_instances) > 1 or max(self.rr_burst) > 1):
             raise BenchError("rr.role=server is driven by one `sockperf ping-pong`: use rr.instances=1 rr.burst=1")
         self.stream_role = s["stream.role"]
@@ -315,7 +321,8 @@ class Matrix:
         kind = TESTS[test]["kind"]
         if kind == "rr":
             return [
-                dict(req=q, resp=r, instances=i, burst=b, seconds=self.seconds)
+                dict(req=q, resp=r, instances=i, burst=b, seconds=self.seconds, **({"mps": mps} if mps else {}))
+                for mps in self.rr_mps
                 for (q, r) in self.rr_sizes
                 for b in self.rr_burst
                 for i in self.rr_instances
@@ -357,6 +364,7 @@ class Matrix:
             "rr.sizes": [f"{q}/{r}" for q, r in self.rr_sizes],
             "rr.instances": self.rr_instances,
             "rr.burst": self.rr_burst,
+            "rr.mps": self.rr_mps,
             "rr.role": self.rr_role,
             "stream.sizes": self.stream_sizes,
             "stream.instances": self.stream_instances,

@@ -34,7 +34,7 @@ import os
 import stats
 from matrix import TESTS
 
-PARAMS = ("req", "resp", "instances", "burst", "msg", "size", "seconds")
+PARAMS = ("req", "resp", "instances", "burst", "mps", "msg", "size", "seconds")
 
 # Leading CSV columns, in this order; any other keys follow sorted.
 CSV_FIRST = (
@@ -240,6 +240,8 @@ def group_title(gk):
         parts.append(f"{d['req']}/{d['resp']} bytes")
     if d.get("burst", 1) > 1:
         parts.append(f"burst {d['burst']}")
+    if d.get("mps"):
+        parts.append(f"open loop at {d['mps']:,} msg/s (host sockperf under-load; latency is the peer's)")
     if "instances" in d:
         parts.append(f"{d['instances']} instance{'s' if d['instances'] > 1 else ''}")
     return f"{test}{' ' + ', '.join(parts) if parts else ''} -- backend {backend}"

@@ -68,6 +68,8 @@ def base_row(run, m):
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     row.update(run.params)
+    if TESTS[run.test]["kind"] == "rr":
+        row["loop"] = "open" if run.params.get("mps") else "closed"
     return row
 
 

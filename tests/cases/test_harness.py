@@ -680,3 +680,28 @@ def test_harness_linux_tunings_and_loopback_kinds(t):
         raise Fail(f"800 Mbit/s = 100 MB/s at one CPU = 10,000 us per MB: {row}")
     if runs.exit_line(["vnetlab exit status=0", "x", "vnetlab-linux exit status=3"]) != 3 or runs.exit_line(["no"]) is not None:
         raise Fail("exit_line: the last exit line of any guest kind, None without one")
+
+    # Open loop: rr.mps makes the host peer sockperf under-load at that rate,
+    # every message answered, the rows labelled; closed-loop rows stay so.
+    import peers
+    om = mx("vnetlab loopback", **{"rr.mps": "2000 20000", "tests": "udp_rr"})
+    ps = sorted({r.params.get("mps") for r in om.runs()})
+    if ps != [2000, 20000] or not all("open-loop" in r.label() for r in om.runs()):
+        raise Fail(f"rr.mps 2000 20000: expected two open-loop configurations, got {ps}")
+    run = om.runs()[0]
+    pr = peers.for_test(run.test, runs.roles(om), tap, run.params)
+    a = pr.argv()
+    if not isinstance(pr, peers.SockperfUnderLoad) or a[1] != "under-load" or a[a.index("--mps") + 1] != "2000" \
+            or a[a.index("--reply-every") + 1] != "1":
+        raise Fail(f"open-loop peer: expected sockperf under-load --mps 2000 --reply-every 1, got {a}")
+    if runs.base_row(run, om)["loop"] != "open" or runs.base_row(m.runs()[0], m)["loop"] != "closed":
+        raise Fail("rows must say loop=open for rr.mps runs and loop=closed otherwise")
+    if not isinstance(peers.for_test("udp_rr", runs.roles(m), tap, m.runs()[0].params), peers.SockperfPingPong) or \
+            isinstance(peers.for_test("udp_rr", runs.roles(m), tap, m.runs()[0].params), peers.SockperfUnderLoad):
+        raise Fail("without rr.mps the peer stays ping-pong")
+    try:
+        mx("vnetlab", **{"rr.mps": "1000", "rr.role": "client"})
+        raise Fail("rr.mps with rr.role=client must be refused")
+    except BenchError as e:
+        if "needs rr.role=server" not in str(e):
+            raise Fail(f"rr.mps refusal: {e}")
