@@ -421,6 +421,16 @@ class LoopbackBoot(Boot):
     def qemu_pid(self):
         return None
 
+    def server_pid(self):
+        """The stock server (sockperf/iperf) under loopback_server.py: it
+        plays the guest, so its CPU is accounted as `server`."""
+        if not self.proc.alive():
+            return None
+        for p in procs.descendants(self.proc.pid):
+            if procs.comm(p).startswith(("sockperf", "iperf")):
+                return p
+        return None
+
 
 class Loopback:
     """The host stack's floor: the same host peer against the same stock

@@ -125,7 +125,7 @@ def compare(m, bm):
     }
 
 
-DEMAND_KEYS = ("host", "procs", "qemu", "backend", "peer")
+DEMAND_KEYS = ("host", "procs", "qemu", "backend", "peer", "server")
 
 
 def summarise(rows, columns, baseline):
@@ -164,6 +164,7 @@ def summarise(rows, columns, baseline):
                     "qemu_cpu_pct": cell(rs, "qemu_cpu_pct").median,
                     "backend_cpu_pct": cell(rs, "backend_cpu_pct").median,
                     "peer_cpu_pct": cell(rs, "peer_cpu_pct").median,
+                    "server_cpu_pct": cell(rs, "server_cpu_pct").median,
                     "accel": ",".join(sorted({str(r.get("accel")) for r in rs})),
                 }
                 if per_cpu_key:
@@ -337,10 +338,10 @@ def markdown(records, cols, baseline, meta, plots=()):
                 if not r or r.get(f"host_us_per_{key}") is None:
                     return "-"
                 parts = [f"host {fmt_num(r[f'host_us_per_{key}'])}"]
-                for who in ("qemu", "backend", "peer", "procs"):
+                for who in ("qemu", "backend", "peer", "server", "procs"):
                     v = r.get(f"{who}_us_per_{key}")
                     if v is not None:
-                        parts.append(f"{'qemu+backend+peer' if who == 'procs' else who} {fmt_num(v)}")
+                        parts.append(f"{'processes together' if who == 'procs' else who} {fmt_num(v)}")
                 return ", ".join(parts) + f" (n={r.get('host_demand_n')})"
 
             L += _table(f"service demand: host CPU us per {du} (medians)", row_name, row_values, gcols, demand_cell)
@@ -350,7 +351,7 @@ def markdown(records, cols, baseline, meta, plots=()):
             if not r:
                 return "-"
             parts = []
-            for who in ("qemu", "backend", "peer"):
+            for who in ("qemu", "backend", "peer", "server"):
                 v = r.get(f"{who}_cpu_pct")
                 if v is not None:
                     parts.append(f"{who} {fmt_num(v)}%")

@@ -17,7 +17,8 @@ Which interval the CPU figures cover:
 Service demand (netperf's S. Demand): CPU microseconds per transaction
 (rr, ping) or per MB (10^6 bytes; stream) over that interval, for the whole
 host (`host_us_per_txn`), QEMU, the backend process and the host peer each
-(`qemu_us_per_txn`, ...) and those three together (`procs_us_per_txn`).
+(`qemu_us_per_txn`, ...) and those together (`procs_us_per_txn`); the
+loopback column's stock server plays the guest and counts as `server`.
 
 A run only counts when the guest really ended: the boot's process exited 0
 and the console's last exit line says status 0 (`exit_line`).
@@ -134,7 +135,7 @@ def service_demand(row, kind):
         return
     total = 0.0
     have = False
-    for who in ("host", "qemu", "backend", "peer"):
+    for who in ("host", "qemu", "backend", "peer", "server"):
         pct = row.get(f"{who}_cpu_pct")
         if pct is None:
             continue
@@ -186,6 +187,8 @@ def execute(run, m, guest, logdir):
         boot, cmdline = guest.start(run, backend, m.run_timeout)
         row["cmdline"] = cmdline
         sampler.watch("qemu", boot.qemu_pid)
+        if hasattr(boot, "server_pid"):
+            sampler.watch("server", boot.server_pid)
         if peer.server:
             sampler.watch("peer", _pid_of(peer.proc, peer.name))
         window = None
@@ -274,7 +277,7 @@ def execute(run, m, guest, logdir):
         if fig:
             row.update(cpu_interval_s=fig["interval_s"], host_cpus=fig["ncpu"], host_cpu_pct=fig["host_cpu_pct"],
                        host_cpu_per_cpu=fig["host_cpu_per_cpu"])
-            for who in ("qemu", "backend", "peer"):
+            for who in ("qemu", "backend", "peer", "server"):
                 pinfo = fig["procs"].get(who)
                 if pinfo:
                     row[f"{who}_cpu_pct"] = pinfo["pct"]

@@ -674,6 +674,10 @@ def test_harness_linux_tunings_and_loopback_kinds(t):
     runs.service_demand(row, "rr")
     if row != dict(row, host_us_per_txn=150.0, qemu_us_per_txn=100.0, peer_us_per_txn=20.0, procs_us_per_txn=120.0):
         raise Fail(f"service demand at 10,000 trans/s: 150% host = 150 us/txn, QEMU 100, peer 20, both 120: {row}")
+    row = {"tps": 10000.0, "host_cpu_pct": 80.0, "peer_cpu_pct": 30.0, "server_cpu_pct": 40.0}
+    runs.service_demand(row, "rr")
+    if row.get("server_us_per_txn") != 40.0 or row.get("procs_us_per_txn") != 70.0:
+        raise Fail(f"loopback: the stock server counts as a process of its own and in the sum: {row}")
     row = {"mbps": 800.0, "host_cpu_pct": 100.0}
     runs.service_demand(row, "stream")
     if row.get("host_us_per_mb") != 10000.0:
