@@ -59,7 +59,7 @@ PVH_SRCS    := $(wildcard boot/pvh/*.c boot/pvh/*.S)
 obj = $(patsubst %,$(O)/obj/%.o,$(basename $(1)))
 COMMON_OBJS := $(call obj,$(COMMON_SRCS)) $(if $(NET_SRCS),$(LWIP_OBJS))
 PVH_OBJS    := $(call obj,$(PVH_SRCS))
-# mk/variants.mk defines rules of its own: `make` alone must still mean all.
+# mk/variants.mk defines rules; without this its first one would be the default.
 .DEFAULT_GOAL := all
 include mk/variants.mk
 

@@ -23,8 +23,7 @@ static unsigned bucket_of(uint64_t v)
 	return HIST_SUB + shift * HIST_SUB + (unsigned)(v >> shift) - HIST_SUB;
 }
 
-/* Lowest value of bucket i and the number of values it covers. */
-static uint64_t bucket_low(unsigned i, uint64_t *width)
+uint64_t hist_bucket_low(unsigned i, uint64_t *width)
 {
 	if (i < HIST_SUB) {
 		*width = 1;
@@ -67,7 +66,7 @@ uint64_t hist_percentile(const struct hist *h, uint32_t p)
 		seen += h->bucket[i];
 		if (seen < rank)
 			continue;
-		uint64_t width, v = bucket_low(i, &width);
+		uint64_t width, v = hist_bucket_low(i, &width);
 		v += width / 2;
 		if (v < h->min)
 			v = h->min;

@@ -30,5 +30,8 @@ uint64_t hist_mean(const struct hist *h);
  * midpoint of the bucket holding that rank, clamped to [min, max]. 0 when
  * the histogram is empty. */
 uint64_t hist_percentile(const struct hist *h, uint32_t p);
+/* Lowest value of bucket i (< HIST_BUCKETS) and how many values it covers:
+ * what a host needs to merge histograms of several runs. */
+uint64_t hist_bucket_low(unsigned i, uint64_t *width);
 
 #endif

@@ -7,6 +7,7 @@
  * queues (RX refills notify too); reclaims and ring-full events are TX.
  */
 #include <stdio.h>
+#include <string.h>
 #include "apps/result.h"
 #include "kernel/kernel.h"
 #include "net/net.h"
@@ -22,10 +23,25 @@ void result_snap(struct result_snap *s)
 	s->ns = clock_ns();
 }
 
+static struct {
+	const char *test, *role;
+	const char *lat; /* "lat" or, for an RR server, "cycle" */
+	uint64_t t_line_ns;
+	uint64_t rate_ns;        /* the interval result_rates() divided by */
+	const struct hist *hist; /* printed on the HIST line after RESULT */
+} line;
+
 void result_begin(const char *test, const char *role)
 {
 	unsigned off = vnet_offloads(net_vnet());
-
+	size_t n = strlen(test);
+	line.test = test;
+	line.role = role;
+	line.lat =
+	    !strcmp(role, "server") && n > 3 && !strcmp(test + n - 3, "_rr") ? "cycle" : "lat";
+	line.t_line_ns = clock_since_entry_ns(clock_ns());
+	line.hist = NULL;
+	line.rate_ns = 0;
 	printf(
 	    "RESULT {\"test\":\"%s\",\"role\":\"%s\",\"variant\":\"%s\",\"accel\":\"%s\","
 	    "\"backend\":\"%s\",\"boot\":\"%s\",\"features\":\"0x%llx\",\"offloads\":\"%s%s%s%s\"",
@@ -67,19 +83,26 @@ void result_ratio(const char *key, uint64_t num, uint64_t den)
 
 void result_rates(uint64_t bytes, uint64_t transactions, uint64_t ns)
 {
+	line.rate_ns = ns;
 	print_milli("tps", milli(transactions, ns, 1000000000ull));
 	/* bits per microsecond = Mbit/s */
 	print_milli("mbps", milli(bytes * 8, ns, 1000));
 }
 
+static void latency_u64(const char *what, uint64_t v)
+{
+	printf(",\"%s_%s_ns\":%lu", line.lat, what, v);
+}
+
 void result_latency(const struct hist *h)
 {
-	result_u64("lat_mean_ns", hist_mean(h));
-	result_u64("lat_p50_ns", hist_percentile(h, 50000));
-	result_u64("lat_p90_ns", hist_percentile(h, 90000));
-	result_u64("lat_p99_ns", hist_percentile(h, 99000));
-	result_u64("lat_p999_ns", hist_percentile(h, 99900));
-	result_u64("lat_max_ns", h->count ? h->max : 0);
+	latency_u64("mean", hist_mean(h));
+	latency_u64("p50", hist_percentile(h, 50000));
+	latency_u64("p90", hist_percentile(h, 90000));
+	latency_u64("p99", hist_percentile(h, 99000));
+	latency_u64("p999", hist_percentile(h, 99900));
+	latency_u64("max", h->count ? h->max : 0);
+	line.hist = h;
 }
 
 static const struct result_snap *prof_a, *prof_b;
@@ -93,6 +116,12 @@ void result_counters(const struct result_snap *a, const struct result_snap *b,
 	uint64_t suppressed = (b->tx.kicks_suppressed - a->tx.kicks_suppressed) +
 	                      (b->rx.kicks_suppressed - a->rx.kicks_suppressed);
 	uint64_t reclaim_calls = b->tx.reclaim_calls - a->tx.reclaim_calls;
+	/* The figures' interval starts at the first snapshot and lasts what the
+	 * rates were computed over; a server's ends at its last transaction,
+	 * before the second snapshot (taken once the clients are gone). */
+	uint64_t end = line.rate_ns ? a->ns + line.rate_ns : b->ns;
+	result_u64("t_begin_us", clock_since_entry_ns(a->ns) / 1000);
+	result_u64("t_end_us", clock_since_entry_ns(end) / 1000);
 	result_u64("tx_frames", b->tx.frames - a->tx.frames);
 	result_u64("rx_frames", b->rx.frames - a->rx.frames);
 	result_u64("kicks", kicks);
@@ -140,9 +169,28 @@ static void result_profile(const struct result_snap *a, const struct result_snap
 	printf("}\n");
 }
 
+static void hist_line(const struct hist *h)
+{
+	printf("HIST {\"test\":\"%s\",\"role\":\"%s\",\"metric\":\"%s\",\"unit\":\"ns\","
+	       "\"count\":%lu,\"buckets\":[",
+	       line.test, line.role, line.lat, h->count);
+	const char *sep = "";
+	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+		if (!h->bucket[i])
+			continue;
+		uint64_t width, low = hist_bucket_low(i, &width);
+		printf("%s[%lu,%lu,%lu]", sep, low, width, h->bucket[i]);
+		sep = ",";
+	}
+	printf("]}\n");
+}
+
 void result_end(void)
 {
+	result_u64("t_line_us", line.t_line_ns / 1000);
 	printf("}\n");
+	if (line.hist)
+		hist_line(line.hist);
 	if (VNETLAB_PROFILE && prof_a && prof_b)
 		result_profile(prof_a, prof_b);
 	prof_a = prof_b = NULL;

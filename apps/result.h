@@ -8,6 +8,23 @@
  * driver/lwIP counter snapshots that give "per transaction" figures for
  * exactly the measured interval. Decimal figures are printed from integers
  * ("%lu.%03lu"): the guest has no floating point.
+ *
+ * Times on the guest clock (us since the boot front-end's first instruction,
+ * like the ready line's boot_us): t_begin_us and t_end_us bound the measured
+ * interval, t_line_us is when this line was printed, so a host that notes
+ * when the line arrived can place the interval on its own clock.
+ *
+ * An RR server does not see round trips, only the interval between a
+ * connection's answered requests (its cycle time, which equals the client's
+ * round trip only for unthrottled one-outstanding ping-pong): its figures
+ * are cycle_mean_ns, cycle_p50_ns, ... instead of lat_*.
+ *
+ * When the run had a histogram, one more line follows the RESULT line:
+ *
+ *	HIST {"test":"tcp_rr","role":"client","metric":"lat","unit":"ns",
+ *	      "count":N,"buckets":[[low,width,count],...]}
+ *
+ * with every non-empty bucket, so a host can merge repetitions.
  */
 #ifndef VNETLAB_RESULT_H
 #define VNETLAB_RESULT_H
@@ -37,9 +54,12 @@ void result_str(const char *key, const char *v);
 void result_ratio(const char *key, uint64_t num, uint64_t den);
 /* "mbps" for bytes moved in ns, "tps" for transactions in ns */
 void result_rates(uint64_t bytes, uint64_t transactions, uint64_t ns);
-/* lat_mean_ns, lat_p50_ns, lat_p90_ns, lat_p99_ns, lat_p999_ns, lat_max_ns */
+/* lat_mean_ns, lat_p50_ns, lat_p90_ns, lat_p99_ns, lat_p999_ns, lat_max_ns
+ * (cycle_* for an RR server); the histogram follows on a HIST line. */
 void result_latency(const struct hist *h);
-/* Driver counters between two snapshots, totals and per transaction. */
+/* Driver counters between two snapshots, totals and per transaction, and
+ * the measured interval as t_begin_us (the first snapshot) and t_end_us
+ * (t_begin_us plus the interval given to result_rates(), called before). */
 void result_counters(const struct result_snap *a, const struct result_snap *b,
                      uint64_t transactions);
 /* Closes the line; PROFILE builds then print the PROFILE line for the

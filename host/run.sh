@@ -6,11 +6,13 @@
 #   host/run.sh [--kernel ELF]        (settings from the environment, as
 #                                      `make run TEST=udp_rr REQ=64 ...` sets them)
 #
-#   TEST=tcp_rr,tcp_stream  comma list of tcp_rr udp_rr tcp_stream tcp_maerts (or all)
+#   TEST=tcp_rr,tcp_stream  comma list of tcp_rr udp_rr tcp_stream tcp_maerts (or all);
+#                           netperf's names (TCP_RR, TCP_STREAM, ...) work too
 #   ROLE=client             client: the appliance drives, the host serves
 #                           (sockperf server, iperf -s); server: the host drives
 #                           (sockperf ping-pong, iperf -c), both sides' figures shown
-#   REQ=256 RESP=256        RR message sizes (a sockperf server echoes REQ)
+#   REQ=256 RESP=256        RR message sizes (a sockperf server echoes REQ);
+#                           REQ=256,256 is netperf's -r REQ,RESP
 #   INSTANCES=1 BURST=1     RR connections and outstanding requests per connection;
 #                           STREAM connections (iperf -P)
 #   MSG=16384               STREAM write size
@@ -22,8 +24,9 @@
 #   KERNEL=ELF              the image to boot, e.g. a variant's (default: --kernel's,
 #                           else build/vnetlab.elf)
 #
-# Exit status: 0 when every benchmark produced its RESULT line, else the
-# first failing guest's status (see README, "Console format").
+# Exit status: 0 when every benchmark produced its RESULT line and the guest's
+# console ended with "vnetlab exit status=0"; else the first failing guest's
+# status (see README, "Console format"), or 125 when QEMU ended without one.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,11 +39,16 @@ while [ $# -gt 0 ]; do
 done
 
 kernel=${KERNEL:-$kernel}
-tests=${TEST:-tcp_rr,tcp_stream}
+tests=$(tr '[:upper:]' '[:lower:]' <<<"${TEST:-tcp_rr,tcp_stream}")
 [ "$tests" = all ] && tests=tcp_rr,udp_rr,tcp_stream,tcp_maerts
 role=${ROLE:-client}
 req=${REQ:-256}
-resp=${RESP:-$req}
+resp=${RESP:-}
+if [[ $req == *,* ]]; then # netperf -r REQ,RESP
+	[ -z "$resp" ] || { echo "run: error: REQ=$req already gives the response size; drop RESP" >&2; exit 2; }
+	resp=${req#*,} req=${req%%,*}
+fi
+resp=${resp:-$req}
 instances=${INSTANCES:-1}
 burst=${BURST:-1}
 msg=${MSG:-16384}
@@ -266,6 +274,15 @@ run_one() {
 		guest_wait || s=$?
 		;;
 	esac
+	# The status alone is not enough: the guest's own last word must agree.
+	if [ "$s" = 0 ] && ! grep -aq '^vnetlab exit status=0' "$tmp/guest.log"; then
+		echo "run: $t: QEMU ended 0 but the console has no 'vnetlab exit status=0' line" >&2
+		s=125
+	fi
+	if [ "$s" = 0 ] && ! grep -aq '^RESULT {' "$tmp/guest.log"; then
+		echo "run: $t: the guest exited 0 without a RESULT line" >&2
+		s=1
+	fi
 	# stop this benchmark's host peers
 	local p
 	for p in "${peer_pids[@]}"; do

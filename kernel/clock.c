@@ -97,6 +97,12 @@ uint64_t clock_ns(void)
 	return clock_tsc_to_ns(rdtsc() - tsc_base);
 }
 
+uint64_t clock_since_entry_ns(uint64_t clock)
+{
+	uint64_t entry = kernel_boot_tsc();
+	return clock + (tsc_base > entry ? clock_tsc_to_ns(tsc_base - entry) : 0);
+}
+
 uint64_t clock_tsc_khz(void)
 {
 	return tsc_khz;

@@ -55,6 +55,9 @@ uint64_t clock_ns(void);
 uint64_t clock_tsc_khz(void);
 const char *clock_method(void); /* "cpuid15", "cpuid16", "pit" */
 uint64_t clock_tsc_to_ns(uint64_t tsc_delta);
+/* A clock_ns() value as ns since the boot front-end's first instruction,
+ * the clock of the ready line's boot_us. */
+uint64_t clock_since_entry_ns(uint64_t clock);
 void clock_delay_us(uint64_t us);
 
 /* pmm.c: physical memory from the boot map; identity-mapped, never freed */

@@ -153,6 +153,13 @@ class Guest:
     def expect_status(self, status):
         if self.status != status:
             raise Fail(f"{self.name}: expected exit status {status}, got {self.status}")
+        # A guest status (0..3, README "Console format") also has to be the
+        # guest's own last word, not just a number QEMU returned.
+        if 0 <= status <= 3:
+            said = [l for l in self.text() if l.startswith("vnetlab exit status=")]
+            if not said or said[-1] != f"vnetlab exit status={status}":
+                raise Fail(f"{self.name}: exit status {status} but the console's exit line is "
+                           f"{said[-1] if said else 'missing'}")
 
     def expect_ok(self):
         """Ready line, no panic, no ERROR line, status 0."""

@@ -62,6 +62,13 @@ class Boot:
                 return m.group(1)
         return None
 
+    def cpu_model(self):
+        for l in self.proc.text("err"):
+            m = re.search(r"qemu-run: accel=\w+ cpu=(\S+)", l)
+            if m:
+                return m.group(1)
+        return None
+
     def wait_ready(self, timeout):
         """Until a serving app says it listens; False on timeout/exit."""
         return bool(self.proc.wait_line(lambda l: bool(re.search(r"\blistening\b", l)) or l.startswith("ERROR "), timeout)) and not self.error()
@@ -165,6 +172,8 @@ class Vnetlab:
         qemu_extra = ["-name", "vnetlab,debug-threads=on", *qemu_extra]
         argv = [QEMU_RUN, "--kernel", kernel, "--append", cmdline, "--accel", self.m.accel,
                 "--machine", self.m.machine, "--timeout", str(timeout), *net_opts]
+        if getattr(self.m, "cpu", ""):
+            argv[1:1] = ["--cpu", self.m.cpu]
         if qemu_extra:
             argv += ["--", *qemu_extra]
         if self.m.pin.get("qemu"):
@@ -179,6 +188,9 @@ LINUX_DIR = os.path.join(TOP, "deps", "linux-guest")
 LINUX_BUILD = os.path.join(TOP, "host", "linux-guest", "build.sh")
 # Same as host/qemu-run.sh's default --mem (vhost-user's memfd is 512M too).
 GUEST_MEM_MIB = 512
+# The CPU model of every guest, per accelerator: host/qemu-run.sh's defaults
+# (its header says why; a test checks the two agree).
+CPU_MODEL = {"kvm": "host", "tcg": "qemu64"}
 
 
 def pick_accel(requested):
@@ -225,16 +237,56 @@ def qemu_net_args(net_opts):
 class LinuxBoot(Boot):
     """A Boot whose accelerator is known from its own command line."""
 
-    def __init__(self, proc, accel):
+    def __init__(self, proc, accel, cpu=""):
         super().__init__(proc)
         self._accel = accel
+        self._cpu = cpu
 
     def accel(self):
         return self._accel
 
+    def cpu_model(self):
+        return self._cpu or CPU_MODEL.get(self._accel)
+
+
+# Tunings a performance engineer would try on the Linux guest, as
+# `linux:NAME[+NAME...]` columns: (kernel parameters, sysctls, extra
+# server options for rr). Stock `linux` has none of them.
+LINUX_TUNINGS = {
+    # Busy-poll the NIC from the socket calls instead of sleeping for the
+    # interrupt (Documentation/networking/napi.rst).
+    "busypoll": ([], ["net.core.busy_poll=50", "net.core.busy_read=50"], []),
+    # Never halt the vCPU in the idle loop: no wake-up latency (and under
+    # TCG no exit from the CPU loop).
+    "idlepoll": (["idle=poll"], [], []),
+    # No speculative-execution mitigations (retpolines, IBRS, ...).
+    "nomitig": (["mitigations=off"], [], []),
+    # sockperf's own per-socket busy poll (SO_BUSY_POLL, --lls usec).
+    "sockperf-bp": ([], [], ["--lls", "50"]),
+}
+LINUX_TUNINGS["best"] = tuple(sum((v[i] for v in LINUX_TUNINGS.values()), []) for i in range(3))
+
+
+def linux_tuning(spec):
+    """'linux' or 'linux:busypoll+idlepoll' -> (names, kernel args, sysctls,
+    server options)."""
+    _, _, t = spec.partition(":")
+    names = [x for x in t.split("+") if x] if t else []
+    for n in names:
+        if n not in LINUX_TUNINGS:
+            raise BenchError(f"guest '{spec}': unknown linux tuning '{n}' (known: {', '.join(LINUX_TUNINGS)})")
+    kargs, sysctls, srv = [], [], []
+    for n in names:
+        k, c, o = LINUX_TUNINGS[n]
+        kargs += [x for x in k if x not in kargs]
+        sysctls += [x for x in c if x not in sysctls]
+        srv += o if not set(o) <= set(srv) else []
+    return names, kargs, sysctls, srv
+
 
 class Linux:
-    """A stock Debian kernel serving stock sockperf/iperf (host/linux-guest/)."""
+    """A stock Debian kernel serving stock sockperf/iperf (host/linux-guest/),
+    optionally with named tunings (LINUX_TUNINGS)."""
 
     name = "linux"
     BUILD_TIMEOUT = 1200
@@ -244,9 +296,11 @@ class Linux:
                  ("lat_p90_ns", "peer_lat_p90_ns"), ("lat_p99_ns", "peer_lat_p99_ns"),
                  ("lat_p999_ns", "peer_lat_p999_ns"), ("lat_max_ns", "peer_lat_max_ns"))
 
-    def __init__(self, matrix, log, directory=LINUX_DIR):
+    def __init__(self, matrix, log, directory=LINUX_DIR, spec="linux"):
         self.m = matrix
         self.log = log
+        self.spec = spec
+        self.tunings, self.kargs, self.sysctls, self.srvopt = linux_tuning(spec)
         self.dir = directory
         self.kernel = os.path.join(directory, "vmlinuz")
         self.initrd = os.path.join(directory, "initrd.gz")
@@ -270,7 +324,10 @@ class Linux:
         """One line for the report header."""
         mf = self.manifest
         pk = {k[4:]: v for k, v in mf.items() if k.startswith("pkg.")}
-        return (f"guest linux: Debian kernel {mf.get('kernel', '?')} ({mf.get('kernel_pkg', '?')} "
+        tun = (f" tunings {'+'.join(self.tunings)}: kernel {' '.join(self.kargs) or '-'}, sysctl "
+               f"{' '.join(self.sysctls) or '-'}, sockperf server {' '.join(self.srvopt) or '-'};"
+               if self.tunings else " stock (no tuning);")
+        return (f"guest {self.spec}:{tun} Debian kernel {mf.get('kernel', '?')} ({mf.get('kernel_pkg', '?')} "
                 f"{pk.get(mf.get('kernel_pkg'), '?')}), sockperf {pk.get('sockperf', '?')}, iperf {pk.get('iperf', '?')}, "
                 f"busybox {pk.get('busybox-static', '?')}; modules {mf.get('modules', '-')}; 1 vCPU, "
                 f"{GUEST_MEM_MIB} MiB, same NIC and backend; its tps/latency/Mbit/s are the host peer's figures")
@@ -302,14 +359,20 @@ class Linux:
         # The host client decides sizes and duration; the guest serves until
         # eth0 is idle for vnl.idle s, a "stop", or the run's hard limit.
         k.update({"vnl.wait": 60, "vnl.idle": 2, "vnl.seconds": run.params["seconds"] + self.m.warmup + 60})
+        k["vnl.tuning"] = "+".join(self.tunings) or "stock"
+        if self.sysctls:
+            k["vnl.sysctl"] = ",".join(self.sysctls)
+        if self.srvopt and kind == "rr":
+            k["vnl.srvopt"] = ",".join(self.srvopt)
         return k
 
     def argv(self, run, backend, timeout):
         """(QEMU command line under `timeout`, kernel command line)."""
-        cmdline = "console=ttyS0 quiet panic=-1 " + " ".join(f"{a}={b}" for a, b in self.keys(run, backend).items())
+        cmdline = " ".join(["console=ttyS0", "quiet", "panic=-1", *self.kargs] +
+                           [f"{a}={b}" for a, b in self.keys(run, backend).items()])
         net_opts, extra = backend.qemu_net()
         accel = pick_accel(self.m.accel)
-        cpu = ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-accel", "tcg", "-cpu", "max"]
+        cpu = ["-accel", accel, "-cpu", getattr(self.m, "cpu", "") or CPU_MODEL[accel]]
         argv = ["timeout", "--kill-after=5", str(timeout), "qemu-system-x86_64",
                 "-M", self.m.machine, *cpu, "-m", str(GUEST_MEM_MIB), "-smp", "1",
                 "-nodefaults", "-display", "none", "-no-reboot", "-serial", "stdio", "-monitor", "none",
@@ -322,7 +385,7 @@ class Linux:
 
     def start(self, run, backend, timeout):
         argv, cmdline, accel = self.argv(run, backend, timeout)
-        return LinuxBoot(Proc("qemu", backend.wrap(argv)), accel), cmdline
+        return LinuxBoot(Proc("qemu", backend.wrap(argv)), accel, getattr(self.m, "cpu", "")), cmdline
 
     def complete(self, row):
         """The guest runs stock servers, which measure nothing: its
@@ -335,6 +398,89 @@ class Linux:
                 took = True
         if took:
             row["figures_from"] = "peer"
+        # What ran, in every row: kernel, tunings, tool versions (the
+        # mitigations and idle= come from the guest's RESULT line).
+        mf = self.manifest
+        row.setdefault("linux_kernel", mf.get("kernel"))
+        row["linux_tuning"] = "+".join(self.tunings) or "stock"
+        row["linux_kargs"] = " ".join(self.kargs)
+        for tool, pkg in (("sockperf", "sockperf"), ("iperf", "iperf"), ("busybox", "busybox-static")):
+            if mf.get(f"pkg.{pkg}"):
+                row[f"{tool}_version"] = mf[f"pkg.{pkg}"]
+
+
+class LoopbackBoot(Boot):
+    """No VM: the stock server on the namespace's loopback."""
+
+    def accel(self):
+        return "none"
+
+    def cpu_model(self):
+        return None
+
+    def qemu_pid(self):
+        return None
+
+    def server_pid(self):
+        """The stock server (sockperf/iperf) under loopback_server.py: it
+        plays the guest, so its CPU is accounted as `server`."""
+        if not self.proc.alive():
+            return None
+        for p in procs.descendants(self.proc.pid):
+            if procs.comm(p).startswith(("sockperf", "iperf")):
+                return p
+        return None
+
+
+class Loopback:
+    """The host stack's floor: the same host peer against the same stock
+    server (sockperf server, iperf -s), both on the loopback of the run's
+    network namespace (host/bench/loopback_server.py). No guest, no NIC,
+    no QEMU: whatever a guest column adds on top of this is the VM's and
+    the guest's."""
+
+    name = "loopback"
+    SERVER = os.path.join(TOP, "host", "bench", "loopback_server.py")
+    FROM_PEER = Linux.FROM_PEER
+
+    def __init__(self, matrix, log):
+        self.m = matrix
+        self.log = log
+
+    def prepare(self):
+        procs.require_tools(["python3", "ip"])
+
+    def describe(self):
+        return ("guest loopback: no VM -- the host peer against the same stock server on the loopback of the "
+                "run's network namespace (the host stack's floor); its figures are the host peer's")
+
+    def supports(self, test, backend):
+        kind = TESTS[test]["kind"]
+        if backend.name == "user":
+            return "loopback runs in the network namespace of a tap-like backend; slirp has none"
+        if kind == "rr" and self.m.rr_role != "server":
+            return "loopback only serves (stock sockperf server): use rr.role=server"
+        if kind == "stream" and self.m.stream_role != "server":
+            return "loopback only serves (stock iperf -s): use stream.role=server"
+        return None
+
+    def start(self, run, backend, timeout):
+        kind = TESTS[run.test]["kind"]
+        port = {"rr": peers.SOCKPERF_PORT, "stream": peers.IPERF_PORT}.get(kind, 0)
+        argv = ["timeout", "--kill-after=5", str(timeout), "python3", self.SERVER, "--app", kind,
+                "--proto", "udp" if run.test == "udp_rr" else "tcp", "--port", str(port),
+                "--test", run.test, "--backend", run.backend, "--wait", "60",
+                "--limit", str(run.params["seconds"] + self.m.warmup + 60)]
+        # The host peer reaches this "guest" on the namespace's loopback.
+        backend.guest_ip = "127.0.0.1"
+        cmdline = " ".join(argv[4:])
+        return LoopbackBoot(Proc("qemu", backend.wrap(argv))), cmdline
+
+    def complete(self, row):
+        for mine, theirs in self.FROM_PEER:
+            if row.get(mine) is None and row.get(theirs) is not None:
+                row[mine] = row[theirs]
+                row["figures_from"] = "peer"
 
 
 def read_manifest(path):
@@ -350,10 +496,15 @@ def read_manifest(path):
     return out
 
 
-KINDS = {"vnetlab": Vnetlab, "linux": Linux}
+KINDS = {"vnetlab": Vnetlab, "linux": Linux, "loopback": Loopback}
 
 
 def make(name, matrix, log):
-    if name not in KINDS:
+    kind = name.split(":", 1)[0]
+    if kind not in KINDS:
         raise BenchError(f"unknown guest '{name}' (known: {', '.join(KINDS)})")
-    return KINDS[name](matrix, log)
+    if kind == "linux":
+        return Linux(matrix, log, spec=name)
+    if ":" in name:
+        raise BenchError(f"guest '{name}': only linux takes tunings (linux:busypoll+idlepoll)")
+    return KINDS[kind](matrix, log)

@@ -41,22 +41,24 @@ BACKENDS = {
 # key -> (default, help). Values are strings until validate().
 KEYS = {
     "variants": ("", "variant names (from the variants makefile or defined with `variant NAME = VARS`)"),
-    "tests": ("tcp_rr,tcp_stream", "tests: " + ", ".join(TESTS) + " (aliases rr, stream, maerts)"),
+    "tests": ("tcp_rr,tcp_stream", "tests: " + ", ".join(TESTS) + " (aliases rr, stream, maerts; netperf's TCP_RR etc. too)"),
     "backends": ("tap", "backends: tap[:tx=bh|timer], vhost[:poll-us=N], vhost-user, user"),
-    "guests": ("vnetlab", "guests whose results form columns: vnetlab (one column per variant), linux (a stock Debian kernel serving stock sockperf/iperf; needs rr.role/stream.role=server)"),
+    "guests": ("vnetlab", "guests whose results form columns: vnetlab (one column per variant), linux (a stock Debian kernel serving stock sockperf/iperf; needs rr.role/stream.role=server), linux:T+T... (with tunings busypoll, idlepoll, nomitig, sockperf-bp, or best = all), loopback (no guest: the host peer against the same stock server on the namespace's loopback)"),
     "repetitions": ("3", "repetitions of every configuration"),
     "seconds": ("10", "measured seconds per run"),
     "warmup": ("1", "guest warm-up seconds before measuring"),
     "baseline": ("", "column the others are compared with (default: the first variant)"),
-    "rr.sizes": ("256/256", "request/response sizes, e.g. 256/256,1/1"),
+    "rr.sizes": ("256/256", "request/response sizes, e.g. 256/256,1/1 or netperf-style 256,256 (pairs then separated by blanks)"),
     "rr.instances": ("1,25,50,100", "concurrent RR instances (table rows)"),
     "rr.burst": ("1", "outstanding transactions per instance (netperf -b)"),
+    "rr.mps": ("", "open loop (rr.role=server): host `sockperf under-load --mps N --reply-every 1` offers N transactions/s instead of ping-pong's closed loop; rows loop=open, their latency is the peer's"),
     "rr.role": ("client", "client: the appliance drives a host `sockperf server`; server: host `sockperf ping-pong` drives the appliance (1 instance)"),
     "stream.sizes": ("256,1K,4K,16K", "message sizes (table rows)"),
     "stream.instances": ("1,4", "concurrent streams"),
     "stream.role": ("client", "client: the appliance connects to a host `iperf -s` (sending, or receiving like iperf -R); server: a host `iperf -c` drives the appliance"),
     "ping.sizes": ("56", "ICMP payload sizes (table rows)"),
     "accel": ("auto", "auto|kvm|tcg, passed to host/qemu-run.sh"),
+    "cpu": ("", "QEMU CPU model of every guest (default: per accelerator, guests.CPU_MODEL: TCG qemu64, KVM host)"),
     "machine": ("pc", "pc|q35"),
     "pin.qemu": ("", "taskset CPU list for QEMU (empty: no pinning)"),
     "pin.peer": ("", "taskset CPU list for the host peer"),
@@ -83,6 +85,25 @@ def parse_size(s):
     if not m:
         raise BenchError(f"bad size '{s}' (expected a number, optionally with K or M)")
     return int(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20}[m.group(2).lower()]
+
+
+def rr_size_list(v):
+    """rr.sizes -> [(req, resp)]. Items REQ/RESP separated by commas or
+    blanks (256/256,1/1), or netperf's -r REQ,RESP pairs separated by blanks
+    or ';' (256,256 64,64), or one size N for N/N."""
+    out = []
+    for item in re.split(r"[;\s]+", " ".join(v) if isinstance(v, (list, tuple)) else str(v).strip()):
+        if not item:
+            continue
+        parts = item.split(",") if "/" in item else [item]
+        for x in parts:
+            if not x:
+                continue
+            m = re.fullmatch(r"(\w+)(?:[/,](\w+))?", x)
+            if not m:
+                raise BenchError(f"bad rr size '{x}' (expected REQ/RESP such as 256/256, netperf's 256,256, or 256)")
+            out.append((m.group(1), m.group(2) or m.group(1)))
+    return out
 
 
 def parse_file(path):
@@ -136,6 +157,8 @@ class Run:
         p = self.params
         if TESTS[self.test]["kind"] == "rr":
             cfg = f"{p['req']}/{p['resp']} x{p['instances']}" + (f" b{p['burst']}" if p["burst"] > 1 else "")
+            if p.get("mps"):
+                cfg += f" open-loop {p['mps']}/s"
         elif TESTS[self.test]["kind"] == "stream":
             cfg = f"msg {p['msg']} x{p['instances']}"
         else:
@@ -178,6 +201,7 @@ class Matrix:
 
         self.tests = []
         for t in split_list(s["tests"]):
+            t = t.lower()  # netperf's names: TCP_RR, UDP_RR, TCP_STREAM, TCP_MAERTS
             t = TEST_ALIASES.get(t, t)
             if t not in TESTS:
                 raise BenchError(f"unknown test '{t}': known are {', '.join(TESTS)} (aliases {', '.join(TEST_ALIASES)})")
@@ -192,23 +216,22 @@ class Matrix:
 
         self.guests = split_list(s["guests"])
         for g in self.guests:
-            if g not in guests_known:
+            # A kind may take tunings after a colon (guests.py: linux:busypoll+idlepoll).
+            if g.split(":", 1)[0] not in guests_known:
                 raise BenchError(f"unknown guest '{g}': known are {', '.join(guests_known)}")
 
         self.repetitions = self._int("repetitions", 1, 100)
         self.seconds = self._int("seconds", 1, 3600)
         self.warmup = self._int("warmup", 0, 600)
-        self.rr_sizes = []
-        for x in split_list(s["rr.sizes"]):
-            m = re.fullmatch(r"(\w+)/(\w+)", x)
-            if not m:
-                raise BenchError(f"bad rr size '{x}' (expected REQ/RESP, e.g. 256/256)")
-            self.rr_sizes.append((parse_size(m.group(1)), parse_size(m.group(2))))
+        self.rr_sizes = [(parse_size(q), parse_size(r)) for q, r in rr_size_list(s["rr.sizes"])]
         self.rr_instances = self._ints("rr.instances", 1, 128)  # apps/rr.h RR_INSTANCES
         self.rr_burst = self._ints("rr.burst", 1, 64)  # RR_BURST_MAX
         self.rr_role = s["rr.role"]
         if self.rr_role not in ("client", "server"):
             raise BenchError(f"bad rr.role '{self.rr_role}' (client|server)")
+        self.rr_mps = self._ints("rr.mps", 1, 1000000) if str(s["rr.mps"]).strip() else [0]
+        if self.rr_mps != [0] and self.rr_role != "server":
+            raise BenchError("rr.mps (open loop) needs rr.role=server: the host's sockperf under-load drives the guest")
         if self.rr_role == "server" and (max(self.rr_instances) > 1 or max(self.rr_burst) > 1):
             raise BenchError("rr.role=server is driven by one `sockperf ping-pong`: use rr.instances=1 rr.burst=1")
         self.stream_role = s["stream.role"]
@@ -223,6 +246,9 @@ class Matrix:
         if s["accel"] not in ("auto", "kvm", "tcg"):
             raise BenchError(f"bad accel '{s['accel']}' (auto|kvm|tcg)")
         self.accel = s["accel"]
+        self.cpu = str(s["cpu"]).strip()
+        if self.cpu and not re.fullmatch(r"[A-Za-z0-9_.,=+-]+", self.cpu):
+            raise BenchError(f"bad cpu '{self.cpu}' (a QEMU -cpu model such as qemu64, max, host)")
         if s["machine"] not in ("pc", "q35"):
             raise BenchError(f"bad machine '{s['machine']}' (pc|q35)")
         self.machine = s["machine"]
@@ -295,7 +321,8 @@ class Matrix:
         kind = TESTS[test]["kind"]
         if kind == "rr":
             return [
-                dict(req=q, resp=r, instances=i, burst=b, seconds=self.seconds)
+                dict(req=q, resp=r, instances=i, burst=b, seconds=self.seconds, **({"mps": mps} if mps else {}))
+                for mps in self.rr_mps
                 for (q, r) in self.rr_sizes
                 for b in self.rr_burst
                 for i in self.rr_instances
@@ -337,12 +364,14 @@ class Matrix:
             "rr.sizes": [f"{q}/{r}" for q, r in self.rr_sizes],
             "rr.instances": self.rr_instances,
             "rr.burst": self.rr_burst,
+            "rr.mps": self.rr_mps,
             "rr.role": self.rr_role,
             "stream.sizes": self.stream_sizes,
             "stream.instances": self.stream_instances,
             "stream.role": self.stream_role,
             "ping.sizes": self.ping_sizes,
             "accel": self.accel,
+            "cpu": self.cpu,
             "machine": self.machine,
             "pin": self.pin,
         }

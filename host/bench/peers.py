@@ -136,6 +136,19 @@ class SockperfPingPong(Peer):
         return (a[0], b[0]) if a and b and b[0] > a[0] else (t0, t1)
 
 
+class SockperfUnderLoad(SockperfPingPong):
+    """Open loop: sockperf sends at a fixed rate (--mps) whether or not the
+    replies came back, and with --reply-every 1 every message is answered
+    and timed. The guest's figures are then its cycle time (~1/rate); the
+    latency is this peer's."""
+
+    def argv(self):
+        addr, port = self.backend.guest_port(SOCKPERF_PORT, "tcp" if self.test == "tcp_rr" else "udp")
+        a = ["sockperf", "under-load", "-i", addr, "-p", str(port), "-m", str(self.params["req"]),
+             "-t", str(self.params["seconds"]), "--mps", str(self.params["mps"]), "--reply-every", "1", "--full-rtt"]
+        return a + (["--tcp"] if self.test == "tcp_rr" else [])
+
+
 def parse_sockperf(lines):
     out = {}
     keys = {"50.000": "peer_lat_p50_ns", "90.000": "peer_lat_p90_ns", "99.000": "peer_lat_p99_ns", "99.900": "peer_lat_p999_ns"}
@@ -258,6 +271,8 @@ def for_test(test, roles, backend, params, pin="", warmup=0):
     "stream": client|server}, the appliance's role."""
     if test in ("tcp_rr", "udp_rr"):
         cls = SockperfServer if roles["rr"] == "client" else SockperfPingPong
+        if cls is SockperfPingPong and params.get("mps"):
+            cls = SockperfUnderLoad
     elif test in ("tcp_stream", "tcp_maerts"):
         cls = IperfServer if roles["stream"] == "client" else IperfClient
     else:

@@ -4,6 +4,8 @@
   tps_<test>_<backend>.png       transactions/s vs instances (RR)
   mbps_<test>_<backend>.png      Mbit/s vs message size (STREAM/MAERTS)
   kicks_<test>_<backend>.png     kicks per transaction per column
+  cdf_<test>_<backend>_...png    round-trip CDF per column from the guest's
+                                 merged histograms (RR client runs)
 
 One line or bar series per column, so another guest is one more series.
 Error bars are the min-max over repetitions. Needs python3-matplotlib
@@ -106,6 +108,24 @@ def plot_all(records, cols, outdir):
                 ax.legend(fontsize=8)
                 ax.grid(True, alpha=0.3)
                 files.append(_save(fig, outdir, _slug("mbps", test, backend, "x", sub[0]["instances"]) + ".png"))
+
+        with_cdf = [r for r in recs if r.get("_cdf")]
+        for sub in _by(with_cdf, "req", "resp", "burst", "instances").values():
+            fig, ax = plt.subplots(figsize=(6, 4))
+            for c in cols:
+                rs = [r for r in sub if r["column"] == c]
+                if rs:
+                    xs = [v / 1000 for v, _ in rs[0]["_cdf"]]
+                    ys = [f for _, f in rs[0]["_cdf"]]
+                    ax.step(xs, ys, where="post", label=f"{c} (n={rs[0].get('pooled_n')})")
+            ax.set_xscale("log")
+            ax.set_xlabel("round trip (us)")
+            ax.set_ylabel("fraction of transactions")
+            ax.set_title(f"{test} round-trip CDF, {backend}, pooled over repetitions\n{_subtitle(sub, ())}", fontsize=9)
+            ax.legend(fontsize=8)
+            ax.grid(True, which="both", alpha=0.3)
+            files.append(_save(fig, outdir, _slug("cdf", test, backend, sub[0].get("req"), sub[0].get("resp"),
+                                                  sub[0].get("instances")) + ".png"))
 
         kick = [r for r in recs if r.get("kicks_per_txn") is not None]
         if kick:

@@ -16,11 +16,15 @@ same peers -- becomes one more column without a change here:
   qemu_cpus backend_cpus peer_cpus   placement strings "cpu:share,..."
   accel             accelerator that ran
 
+  host_us_per_txn qemu_us_per_txn ... (or _per_mb)  service demand (runs.py)
+  lat_hist          the guest's histogram buckets (HIST line), merged per cell
+
 Tables follow the 2011 thread: rows = instances (RR) or message sizes
 (STREAM/MAERTS), columns = variants; each cell is the median with min-max
-over the repetitions and the coefficient of variation; the % change of the
-medians vs the baseline column is marked n.s. when the min-max ranges
-overlap, ? with fewer than two repetitions (stats.py).
+over its n repetitions and (n >= 2) the coefficient of variation; against
+the baseline column the % change of the medians with a 95 % bootstrap
+confidence interval, and significance from a Mann-Whitney U test
+(stats.py: "sig", "n.s.", or "?" when the repetitions are too few to tell).
 """
 
 import csv
@@ -30,7 +34,7 @@ import os
 import stats
 from matrix import TESTS
 
-PARAMS = ("req", "resp", "instances", "burst", "msg", "size", "seconds")
+PARAMS = ("req", "resp", "instances", "burst", "mps", "msg", "size", "seconds")
 
 # Leading CSV columns, in this order; any other keys follow sorted.
 CSV_FIRST = (
@@ -38,7 +42,9 @@ CSV_FIRST = (
     *PARAMS, "status", "error",
     "transactions", "tps", "mbps", "lat_mean_ns", "lat_p50_ns", "lat_p90_ns", "lat_p99_ns",
     "lat_p999_ns", "lat_max_ns", "host_cpu_pct", "qemu_cpu_pct", "backend_cpu_pct", "peer_cpu_pct",
-    "tps_per_cpu", "mbps_per_cpu", "qemu_cpus", "backend_cpus", "peer_cpus",
+    "tps_per_cpu", "mbps_per_cpu", "host_us_per_txn", "procs_us_per_txn", "qemu_us_per_txn",
+    "backend_us_per_txn", "peer_us_per_txn", "host_us_per_mb", "procs_us_per_mb", "qemu_us_per_mb",
+    "backend_us_per_mb", "peer_us_per_mb", "qemu_cpus", "backend_cpus", "peer_cpus",
     "tx_frames", "rx_frames", "kicks", "kicks_suppressed", "reclaim_calls", "reclaimed",
     "ring_full", "lwip_drops", "kicks_per_txn", "reclaims_per_txn",
 )
@@ -106,6 +112,22 @@ def cell(rows, key):
     return stats.Cell([r.get(key) for r in rows if isinstance(r.get(key), (int, float))])
 
 
+def compare(m, bm):
+    """% change, 95 % CI (low, high) in %, p-value and significance of cell
+    m against baseline cell bm."""
+    ci = stats.bootstrap_ci(m, bm)
+    return {
+        "pct_vs_base": stats.pct_change(m, bm),
+        "ci_low_pct": None if ci is None else round(ci[0], 2),
+        "ci_high_pct": None if ci is None else round(ci[1], 2),
+        "p_value": None if stats.p_value(m, bm) is None else round(stats.p_value(m, bm), 4),
+        "significance": stats.significance(m, bm),
+    }
+
+
+DEMAND_KEYS = ("host", "procs", "qemu", "backend", "peer", "server")
+
+
 def summarise(rows, columns, baseline):
     """One record per (group, row value, column): what the tables show,
     also written to summary.csv."""
@@ -123,6 +145,8 @@ def summarise(rows, columns, baseline):
                 if not rs:
                     continue
                 m = cell(rs, metric)
+                cmp = compare(m, bm) if c != baseline else {
+                    "pct_vs_base": None, "ci_low_pct": None, "ci_high_pct": None, "p_value": None, "significance": ""}
                 rec = {
                     "test": test,
                     "backend": gk[1],
@@ -135,12 +159,12 @@ def summarise(rows, columns, baseline):
                     "min": m.min,
                     "max": m.max,
                     "cv": m.cv,
-                    "pct_vs_base": None if c == baseline else stats.pct_change(m, bm),
-                    "significance": "" if c == baseline else stats.significance(m, bm),
+                    **cmp,
                     "host_cpu_pct": cell(rs, "host_cpu_pct").median,
                     "qemu_cpu_pct": cell(rs, "qemu_cpu_pct").median,
                     "backend_cpu_pct": cell(rs, "backend_cpu_pct").median,
                     "peer_cpu_pct": cell(rs, "peer_cpu_pct").median,
+                    "server_cpu_pct": cell(rs, "server_cpu_pct").median,
                     "accel": ",".join(sorted({str(r.get("accel")) for r in rs})),
                 }
                 if per_cpu_key:
@@ -149,9 +173,24 @@ def summarise(rows, columns, baseline):
                         per_cpu=p.median,
                         per_cpu_min=p.min,
                         per_cpu_max=p.max,
+                        per_cpu_n=p.n,
                         per_cpu_pct_vs_base=None if c == baseline else stats.pct_change(p, bp),
                         per_cpu_significance="" if c == baseline else stats.significance(p, bp),
                     )
+                unit = "mb" if TESTS[test]["kind"] == "stream" else "txn"
+                rec["demand_unit"] = unit
+                for who in DEMAND_KEYS:
+                    dc = cell(rs, f"{who}_us_per_{unit}")
+                    rec[f"{who}_us_per_{unit}"] = dc.median
+                    if who == "host":
+                        rec["host_demand_n"] = dc.n
+                hists = [r["lat_hist"] for r in rs if isinstance(r.get("lat_hist"), list)]
+                if hists:
+                    pooled = stats.pooled_percentiles(hists)
+                    rec["pooled_n"] = len(hists)
+                    for pk, name in ((50, "p50"), (90, "p90"), (99, "p99"), (99.9, "p999")):
+                        rec[f"pooled_{name}_ns"] = pooled.get(pk)
+                    rec["_cdf"] = stats.cdf(hists)  # for plots only, not in summary.csv
                 for k in ("lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns", "kicks_per_txn", "reclaims_per_txn",
                           "peer_lat_p50_ns", "peer_lat_p99_ns", "peer_mbps", "peer_tps", "outstanding_mean"):
                     rec[k] = cell(rs, k).median
@@ -163,10 +202,10 @@ def write_summary_csv(path, records):
     keys = []
     for r in records:
         for k in r:
-            if k not in keys:
+            if k not in keys and not k.startswith("_"):
                 keys.append(k)
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
+        w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
         for r in records:
             w.writerow({k: _csv_value(r.get(k)) for k in keys})
@@ -186,11 +225,12 @@ def fmt_num(v, metric=None):
     return f"{v:,.2f}"
 
 
-def fmt_change(pct, sig):
+def fmt_change(pct, sig, ci=None):
     if pct is None:
         return ""
     mark = {"sig": "", "n.s.": " n.s.", "?": " ?"}.get(sig, "")
-    return f"{pct:+.1f}%{mark}"
+    ci_s = f" [{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci and ci[0] is not None else ""
+    return f"{pct:+.1f}%{ci_s}{mark}"
 
 
 def group_title(gk):
@@ -201,6 +241,8 @@ def group_title(gk):
         parts.append(f"{d['req']}/{d['resp']} bytes")
     if d.get("burst", 1) > 1:
         parts.append(f"burst {d['burst']}")
+    if d.get("mps"):
+        parts.append(f"open loop at {d['mps']:,} msg/s (host sockperf under-load; latency is the peer's)")
     if "instances" in d:
         parts.append(f"{d['instances']} instance{'s' if d['instances'] > 1 else ''}")
     return f"{test}{' ' + ', '.join(parts) if parts else ''} -- backend {backend}"
@@ -230,9 +272,12 @@ def markdown(records, cols, baseline, meta, plots=()):
     L.append(f"- runs: {meta.get('runs_ok', 0)} ok, {meta.get('runs_error', 0)} failed, {meta.get('runs_skipped', 0)} skipped")
     L += [
         "",
-        "Cells: median (min-max) over repetitions, then cv = coefficient of variation. "
-        "% change is of the medians vs the baseline; `n.s.` = the min-max ranges overlap "
-        "(not significant), `?` = fewer than 2 repetitions. CPU figures are % of one host CPU "
+        "Cells: median (min-max) over n repetitions, then cv = coefficient of variation (n >= 2 only). "
+        "% change is of the medians vs the baseline, with [a 95% bootstrap confidence interval of the "
+        "difference of medians, in %]; significance is a two-sided Mann-Whitney U test at p < 0.05: no mark = "
+        "significant, `n.s.` = not significant, `?` = too few repetitions to tell (3 vs 3 cannot reach "
+        "p < 0.05; use 4 or more). Service demand (netperf's S. Demand) = CPU us per transaction or per MB "
+        "(10^6 bytes) over the guest's measured interval. CPU figures are % of one host CPU "
         "over the measured interval, from /proc; host = all CPUs busy time (so up to "
         f"{100 * int(meta.get('host_ncpu') or 1)}%); per CPU = throughput / (host CPU % / 100).",
         "",
@@ -263,10 +308,10 @@ def markdown(records, cols, baseline, meta, plots=()):
             r = idx.get((rv, c))
             if not r:
                 return "-"
-            s = f"{fmt_num(r['median'], metric)} ({fmt_num(r['min'], metric)}-{fmt_num(r['max'], metric)})"
-            if r["cv"] is not None:
+            s = f"{fmt_num(r['median'], metric)} ({fmt_num(r['min'], metric)}-{fmt_num(r['max'], metric)}) n={r['n']}"
+            if r["cv"] is not None and r["n"] >= 2:
                 s += f" cv {100 * r['cv']:.1f}%"
-            ch = fmt_change(r["pct_vs_base"], r["significance"])
+            ch = fmt_change(r["pct_vs_base"], r["significance"], (r.get("ci_low_pct"), r.get("ci_high_pct")))
             return s + (f" **{ch}**" if ch else "")
 
         L += _table(METRIC_LABEL.get(metric, metric), row_name, row_values, gcols, main_cell,
@@ -285,12 +330,28 @@ def markdown(records, cols, baseline, meta, plots=()):
 
             L += _table(f"host CPU % and {unit} per host CPU", row_name, row_values, gcols, cpu_cell)
 
+            du = "transaction" if metric == "tps" else "MB"
+
+            def demand_cell(rv, c):
+                r = idx.get((rv, c))
+                key = "txn" if metric == "tps" else "mb"
+                if not r or r.get(f"host_us_per_{key}") is None:
+                    return "-"
+                parts = [f"host {fmt_num(r[f'host_us_per_{key}'])}"]
+                for who in ("qemu", "backend", "peer", "server", "procs"):
+                    v = r.get(f"{who}_us_per_{key}")
+                    if v is not None:
+                        parts.append(f"{'processes together' if who == 'procs' else who} {fmt_num(v)}")
+                return ", ".join(parts) + f" (n={r.get('host_demand_n')})"
+
+            L += _table(f"service demand: host CPU us per {du} (medians)", row_name, row_values, gcols, demand_cell)
+
         def proc_cell(rv, c):
             r = idx.get((rv, c))
             if not r:
                 return "-"
             parts = []
-            for who in ("qemu", "backend", "peer"):
+            for who in ("qemu", "backend", "peer", "server"):
                 v = r.get(f"{who}_cpu_pct")
                 if v is not None:
                     parts.append(f"{who} {fmt_num(v)}%")
@@ -307,6 +368,18 @@ def markdown(records, cols, baseline, meta, plots=()):
                 return " / ".join(fmt_num(r.get(k), "x_ns") for k in ("lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns"))
 
             L += _table("latency p50 / p90 / p99 / p99.9 (us, medians)", row_name, row_values, gcols, lat_cell)
+
+        if any(r.get("pooled_p50_ns") is not None for r in recs):
+
+            def pooled_cell(rv, c):
+                r = idx.get((rv, c))
+                if not r or r.get("pooled_p50_ns") is None:
+                    return "-"
+                return " / ".join(fmt_num(r.get(k), "x_ns") for k in ("pooled_p50_ns", "pooled_p90_ns", "pooled_p99_ns",
+                                                                        "pooled_p999_ns")) + f" (n={r['pooled_n']})"
+
+            L += _table("pooled p50 / p90 / p99 / p99.9 (us, from the guest's merged histograms)", row_name,
+                        row_values, gcols, pooled_cell)
 
         if any(r.get("peer_lat_p50_ns") is not None for r in recs):
 

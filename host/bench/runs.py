@@ -3,13 +3,29 @@ the right order, the RESULT line collected, host CPU accounted over the
 measured interval, everything torn down -- giving one row (report.py
 lists the keys).
 
-Who measures, and so which interval the CPU figures cover:
-  the appliance is the client (rr, stream by default): the guest's own
-      measured interval, i.e. the `seconds` of its RESULT line, ending when
-      that line arrived;
-  the host peer drives (rr/stream server role, ping): the peer's run, less
-      the warm-up the guest does not count.
+Which interval the CPU figures cover:
+  the appliance (client or server): the interval its figures cover, from
+      the RESULT line's t_begin_us/t_end_us on the guest clock, placed on
+      the host's clock by t_line_us and the host time the line arrived
+      (guest_window): not [arrival - seconds, arrival], which would also
+      count the close drain or the extra data iperf sends after the
+      interval;
+  a guest whose RESULT has no interval (the stock Linux guest, ping): the
+      host peer's own test (sockperf's "Starting test" .. "Test end"), less
+      the warm-up.
+
+Service demand (netperf's S. Demand): CPU microseconds per transaction
+(rr, ping) or per MB (10^6 bytes; stream) over that interval, for the whole
+host (`host_us_per_txn`), QEMU, the backend process and the host peer each
+(`qemu_us_per_txn`, ...) and those together (`procs_us_per_txn`); the
+loopback column's stock server plays the guest and counts as `server`.
+
+A run only counts when the guest really ended: the boot's process exited 0
+and the console's last exit line says status 0 (`exit_line`).
 """
+
+import json
+import re
 
 import os
 import time
@@ -53,6 +69,8 @@ def base_row(run, m):
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     row.update(run.params)
+    if TESTS[run.test]["kind"] == "rr":
+        row["loop"] = "open" if run.params.get("mps") else "closed"
     return row
 
 
@@ -68,6 +86,65 @@ def _pid_of(proc, comm_prefix):
         return None
 
     return f
+
+
+def guest_window(obj, t_line):
+    """Host-clock interval of the RESULT's measured interval, or None when
+    the line does not carry one. t_line is when the line arrived."""
+    try:
+        b, e, l = (int(obj[k]) for k in ("t_begin_us", "t_end_us", "t_line_us"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if t_line is None or not b < e <= l:
+        return None
+    return (t_line - (l - b) / 1e6, t_line - (l - e) / 1e6)
+
+
+def hist_of(lines):
+    """The guest's HIST line (apps/result.h) as a dict, or None."""
+    for l in lines:
+        if l.startswith("HIST {"):
+            try:
+                return json.loads(l[5:])
+            except ValueError:
+                return None
+    return None
+
+
+EXIT_LINE = re.compile(r"^(?:vnetlab|vnetlab-linux|vnetlab-loopback) exit status=(\d+)$")
+
+
+def exit_line(lines):
+    """Status in the console's last `vnetlab exit status=N` line, or None."""
+    said = None
+    for l in lines:
+        m = EXIT_LINE.match(l)
+        if m:
+            said = int(m.group(1))
+    return said
+
+
+def service_demand(row, kind):
+    """CPU us per transaction (rr, ping) or per MB (stream) for each CPU
+    figure of the row: what the host paid for one unit of work."""
+    if kind == "stream":
+        rate, unit = (row.get("mbps") or 0) / 8.0, "mb"  # MB/s (10^6 bytes)
+    else:
+        rate, unit = row.get("tps") or 0, "txn"
+    if rate <= 0:
+        return
+    total = 0.0
+    have = False
+    for who in ("host", "qemu", "backend", "peer", "server"):
+        pct = row.get(f"{who}_cpu_pct")
+        if pct is None:
+            continue
+        row[f"{who}_us_per_{unit}"] = round(pct / 100.0 * 1e6 / rate, 3)
+        if who != "host":
+            total += pct
+            have = True
+    if have:
+        row[f"procs_us_per_{unit}"] = round(total / 100.0 * 1e6 / rate, 3)
 
 
 def write_log(path, boot, peer, backend_proc):
@@ -110,6 +187,8 @@ def execute(run, m, guest, logdir):
         boot, cmdline = guest.start(run, backend, m.run_timeout)
         row["cmdline"] = cmdline
         sampler.watch("qemu", boot.qemu_pid)
+        if hasattr(boot, "server_pid"):
+            sampler.watch("server", boot.server_pid)
         if peer.server:
             sampler.watch("peer", _pid_of(peer.proc, peer.name))
         window = None
@@ -137,15 +216,29 @@ def execute(run, m, guest, logdir):
                 kind, obj, t_res = boot.wait_result(15)
         else:
             kind, obj, t_res = boot.wait_result(m.run_timeout + 15)
-        boot.proc.wait(15)  # the COUNTERS lines and the exit status follow
+        st = boot.proc.wait(15)  # the COUNTERS lines and the exit status follow
         row["accel"] = boot.accel()
+        row["cpu_model"] = boot.cpu_model()
         if kind == "ERROR":
             raise BenchError(f"guest ERROR in {obj.get('where')}: {obj.get('msg')}")
         if kind != "RESULT":
             raise BenchError(f"no RESULT line from the guest ({kind}); console tail:\n{boot.proc.tail()}")
+        said = exit_line(boot.proc.text("out"))
+        row["guest_exit"] = st
+        if st is None:
+            raise BenchError("the guest did not end within 15 s of its RESULT line")
+        if st != 0 or said != 0:
+            raise BenchError(f"the guest ended with status {st} and the console exit line says "
+                             f"{'status ' + str(said) if said is not None else 'nothing'} (both must be 0); "
+                             f"console tail:\n{boot.proc.tail()}")
 
         for k, v in obj.items():
             row[("guest_" + k) if k in RESULT_META else k] = v
+        h = hist_of(boot.proc.text("out"))
+        if h:
+            # lat_hist: round trips, merged over repetitions in the report;
+            # cycle_hist: an RR server's cycle times, kept but not merged.
+            row[f"{h.get('metric', 'lat')}_hist"] = h.get("buckets")
         row.update(peer.parse())
         # A guest that runs stock servers takes its figures from the peer.
         guest.complete(row)
@@ -161,15 +254,30 @@ def execute(run, m, guest, logdir):
                            counters_scope="boot")
             if not row.get("transactions"):
                 raise BenchError(f"ping got no reply from the guest:\n{peer.proc.tail()}")
-        if window is None:
+        gw = guest_window(obj, t_res)
+        if gw:
+            window = gw
+            row["cpu_window"] = "guest"
+        elif window is None:
+            # Neither the guest's interval nor a peer's: the old estimate.
             secs = float(obj.get("seconds") or run.params["seconds"])
             window = (t_res - secs, t_res)
+            row["cpu_window"] = "line-seconds"
+        else:
+            row["cpu_window"] = "peer"
+        if serves and TESTS[run.test]["kind"] == "rr":
+            # The appliance as RR server reports cycle_* (time between a
+            # connection's answered requests); the round trip is the peer's.
+            for k in ("mean", "p50", "p90", "p99", "p999", "max"):
+                if row.get(f"peer_lat_{k}_ns") is not None and row.get(f"lat_{k}_ns") is None:
+                    row[f"lat_{k}_ns"] = row[f"peer_lat_{k}_ns"]
+                    row["lat_from"] = "peer"
         sampler.stop()
         fig = sampler.interval(*window)
         if fig:
             row.update(cpu_interval_s=fig["interval_s"], host_cpus=fig["ncpu"], host_cpu_pct=fig["host_cpu_pct"],
                        host_cpu_per_cpu=fig["host_cpu_per_cpu"])
-            for who in ("qemu", "backend", "peer"):
+            for who in ("qemu", "backend", "peer", "server"):
                 pinfo = fig["procs"].get(who)
                 if pinfo:
                     row[f"{who}_cpu_pct"] = pinfo["pct"]
@@ -181,6 +289,7 @@ def execute(run, m, guest, logdir):
                     row["tps_per_cpu"] = round(row["tps"] / (h / 100.0), 1)
                 if row.get("mbps") is not None and TESTS[run.test]["kind"] == "stream":
                     row["mbps_per_cpu"] = round(row["mbps"] / (h / 100.0), 2)
+            service_demand(row, TESTS[run.test]["kind"])
         if TESTS[run.test]["kind"] == "rr" and row.get("tps") and row.get("lat_mean_ns"):
             # Little's law for a closed loop: transactions/s x mean latency
             # is the mean number in flight, which should be about

@@ -23,6 +23,10 @@ Examples:
     host/bench/vnetbench.py --variants default,kick_burst --tests tcp_rr \\
         --rr-instances 1,25 --backends tap,tap:tx=timer --repetitions 3
 
+    host/bench/vnetbench.py compare OLD NEW [--metric tps] [--min-change 2]
+        # two results folders side by side; exit 1 on a significant
+        # regression (host/bench/compare.py)
+
 Exit status: 0 all runs ok (or skipped with a reason), 1 a run failed,
 2 bad input (the message says what to change), 130 interrupted.
 """
@@ -60,6 +64,11 @@ def _ensure_matplotlib():
 
 
 sys.path.insert(0, HERE)
+if __name__ == "__main__" and sys.argv[1:2] == ["compare"]:
+    # Needs no plots (and so no matplotlib): a CI gate should be cheap.
+    import compare  # noqa: E402
+
+    sys.exit(compare.main(sys.argv[2:]))
 _ensure_matplotlib()
 
 import backends  # noqa: E402

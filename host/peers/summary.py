@@ -18,11 +18,14 @@ def us(ns):
 
 
 def rr_line(r):
-    lat = " ".join(f"{k} {us(r['lat_' + k + '_ns'])}" for k in ("p50", "p90", "p99", "p999"))
+    # An RR server sees the interval between answered requests (cycle_*),
+    # not round trips: the host sockperf's own lines below have those.
+    kind = "cycle" if "cycle_p50_ns" in r else "lat"
+    lat = " ".join(f"{k} {us(r[kind + '_' + k + '_ns'])}" for k in ("p50", "p90", "p99", "p999"))
     size = f"{r['req']}/{r['resp']} B"
     shape = f"inst {r['instances']}" + (f" burst {r['burst']}" if "burst" in r else "")
     return (f"{r['test']:<10} {r['role']:<6} {size:>11} {shape:<16} {float(r['tps']):>10.1f} trans/s  "
-            f"lat us: mean {us(r['lat_mean_ns'])} {lat} max {us(r['lat_max_ns'])}  "
+            f"{kind} us: mean {us(r[kind + '_mean_ns'])} {lat} max {us(r[kind + '_max_ns'])}  "
             f"kicks/txn {r['kicks_per_txn']:.3f}  reclaims/txn {r['reclaims_per_txn']:.3f}")
 
 

@@ -1,8 +1,10 @@
 """Boot, banner, PCI, command line, exceptions and clock of the PVH kernel."""
 
+import os
 import re
+import subprocess
 
-from lib import Fail
+from lib import BUILD, QEMU_RUN, Fail, Skip
 
 BANNER_FIELDS = ("boot", "accel", "tsc_khz", "tsc_cal", "mem_mib", "cpu", "cmdline")
 
@@ -104,3 +106,44 @@ def test_clock_monotonic_and_calibrated(t):
         raise Fail(f"guest interval {guest:.3f}s is shorter than the 1 s the test needs")
     if abs(guest - host) / host > 0.10:
         raise Fail(f"guest clock says {guest:.3f}s, host wall clock {host:.3f}s: more than 10% apart")
+
+
+def test_exit_status_qemu_failure_is_not_success(t):
+    """QEMU's own failure (exit code 1, here a tap it may not create) used to
+    be read as isa-debug-exit value 0, i.e. guest status 0. Root may create
+    taps, so QEMU runs without CAP_NET_ADMIN, inside a namespace of its own
+    so that nothing could appear outside it."""
+    if os.geteuid() != 0:
+        raise Skip("needs root for a network namespace")
+    ns = f"vnetlab-exit-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True, timeout=30)
+    try:
+        r = subprocess.run(["ip", "netns", "exec", ns, "setpriv", "--bounding-set=-net_admin", QEMU_RUN,
+                            "--net", "tap:vnlnotap0", "--timeout", "30", "--kernel",
+                            os.path.join(BUILD, "vnetlab.elf"), "--append", "app=none"],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+    if r.returncode != 125:
+        raise Fail(f"expected qemu-run.sh to exit 125 (QEMU failed, no guest status) for a tap QEMU cannot "
+                   f"open, got {r.returncode}; stderr: {r.stderr.strip()[-400:]}")
+    if "vnetlab exit status=" in r.stdout:
+        raise Fail(f"the guest cannot have run, yet the console says: {r.stdout[-300:]}")
+    if "without a guest exit status" not in r.stderr:
+        raise Fail(f"expected qemu-run.sh to say there was no guest status, saw: {r.stderr.strip()[-400:]}")
+
+
+def test_exit_status_offset(t):
+    """Each guest status travels as isa-debug-exit value 0x20 + status, i.e.
+    QEMU exit code 65 + 2*status (kernel/exit.c), which qemu-run.sh maps back
+    only together with the console's exit line."""
+    for append, status in (("app=none", 0), ("bogus=1", 2), ("test=fault", 3)):
+        g = t.boot(append=append)
+        g.expect_status(status)
+    # QEMU's own code for the same boot, without qemu-run.sh.
+    r = subprocess.run(["timeout", "60", "qemu-system-x86_64", "-M", "pc", "-accel", "tcg", "-m", "128",
+                        "-nodefaults", "-display", "none", "-serial", "none", "-monitor", "none",
+                        "-device", "isa-debug-exit", "-kernel", os.path.join(BUILD, "vnetlab.elf"),
+                        "-append", "bogus=1"], capture_output=True, timeout=90)
+    if r.returncode != 2 * (0x20 + 2) + 1:
+        raise Fail(f"expected QEMU to exit {2 * (0x20 + 2) + 1} for guest status 2, got {r.returncode}")

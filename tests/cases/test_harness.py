@@ -47,18 +47,65 @@ def test_harness_cell_statistics(t):
         raise Fail(f"cell of 100/110/90: expected n=3 median 100 min 90 max 110, got {c.n} {c.median} {c.min} {c.max}")
     if not approx(c.cv, 0.1):
         raise Fail(f"cv of 90/100/110 is stdev 10 / mean 100 = 0.1, got {c.cv}")
-    if stats.Cell([5.0]).cv != 0.0 or stats.Cell([]).median is not None:
-        raise Fail("one value has cv 0; no value has no median")
-    base = stats.Cell([100.0, 104.0, 98.0])
-    far = stats.Cell([120.0, 125.0, 122.0])
-    near = stats.Cell([103.0, 106.0, 101.0])
+    if stats.Cell([5.0]).cv is not None or stats.Cell([]).median is not None:
+        raise Fail("one value has no cv (n >= 2 only); no value has no median")
+    base = stats.Cell([100.0, 104.0, 98.0, 101.0, 99.0])
+    far = stats.Cell([120.0, 125.0, 122.0, 119.0, 121.0])
+    near = stats.Cell([103.0, 106.0, 101.0, 99.0, 100.0])
     one = stats.Cell([130.0])
-    for cell, want in ((far, "sig"), (near, "n.s."), (one, "?")):
-        got = stats.significance(cell, base)
+    three = stats.Cell([120.0, 125.0, 122.0])
+    base3 = stats.Cell([100.0, 104.0, 98.0])
+    for cell, b, want in ((far, base, "sig"), (near, base, "n.s."), (one, base, "?"), (three, base3, "?")):
+        got = stats.significance(cell, b)
         if got != want:
-            raise Fail(f"significance of {cell.values} vs {base.values}: expected {want}, got {got}")
-    if not approx(stats.pct_change(far, base), 22.0):
-        raise Fail(f"% change of medians 122 vs 100: expected +22, got {stats.pct_change(far, base)}")
+            raise Fail(f"significance of {cell.values} vs {b.values}: expected {want}, got {got}")
+    if not approx(stats.pct_change(far, base), 21.0):
+        raise Fail(f"% change of medians 121 vs 100: expected +21, got {stats.pct_change(far, base)}")
+    # Mann-Whitney exact: 5 vs 5 fully separated is p = 2/252.
+    if not approx(stats.mann_whitney(far.values, base.values), 2 / 252):
+        raise Fail(f"Mann-Whitney p of two separated 5-samples: expected {2 / 252:.5f}, got {stats.mann_whitney(far.values, base.values)}")
+    ci = stats.bootstrap_ci(far, base)
+    if not (ci and 0 < ci[0] <= 21.0 <= ci[1] < 30):
+        raise Fail(f"95% CI of +21% between separated samples must exclude 0 and hold +21: {ci}")
+    ci = stats.bootstrap_ci(near, base)
+    if not (ci and ci[0] <= 0 <= ci[1]):
+        raise Fail(f"95% CI of overlapping samples must include 0: {ci}")
+
+
+def test_harness_significance_false_positives(t):
+    """Two cells drawn from one distribution: the min-max overlap rule the
+    report used to apply calls them different ~10% of the time with 3
+    repetitions; the Mann-Whitney test may do so at most ~alpha (5%) of the
+    time, and with 3 vs 3 never (it says "?": too few to tell)."""
+    import random
+    rng = random.Random(11)
+    trials = 400
+    for n, limit in ((3, 0.0), (6, 0.08)):
+        sig = overlap_sig = 0
+        for _ in range(trials):
+            a = stats.Cell([rng.gauss(1000, 50) for _ in range(n)])
+            b = stats.Cell([rng.gauss(1000, 50) for _ in range(n)])
+            sig += stats.significance(a, b) == "sig"
+            overlap_sig += not stats.overlaps(a, b)
+        if sig / trials > limit:
+            raise Fail(f"n={n}: identical distributions called significant {sig}/{trials} times (limit {limit:.0%})")
+        if n == 3 and overlap_sig / trials < 0.05:
+            raise Fail(f"the old overlap rule should misfire ~10% with n=3, saw {overlap_sig}/{trials}: is the check real?")
+
+
+def test_harness_pooled_percentiles(t):
+    # Two repetitions' histograms: 90 samples at 10 us and 10 at 1 ms, then
+    # 100 at 20 us. Pooled (200 samples): p50 and p90 in the 20 us bucket,
+    # p99 in the 1 ms one; the median of the two runs' p99s (1 ms and 20 us)
+    # would say ~510 us, a value no transaction took.
+    h1 = [[10000, 128, 90], [1000000, 16384, 10]]
+    h2 = [[20000, 256, 100]]
+    p = stats.pooled_percentiles([h1, h2])
+    if p.get(50) != 20000 + 128 or p.get(90) != 20000 + 128 or p.get(99) != 1000000 + 8192:
+        raise Fail(f"pooled percentiles: expected p50 and p90 in the 20 us bucket, p99 in the 1 ms one; got {p}")
+    c = stats.cdf([h1, h2])
+    if not approx(c[-1][1], 1.0) or [round(f, 3) for _, f in c] != [0.45, 0.95, 1.0]:
+        raise Fail(f"CDF of the merged buckets: {c}")
 
 
 def test_harness_cpu_figures(t):
@@ -85,9 +132,9 @@ def test_harness_cpu_figures(t):
 
 def synthetic_rows():
     """Two variants and a third column from another guest kind, RR at two
-    instance counts and a STREAM, three repetitions each."""
+    instance counts (four repetitions) and a STREAM (three)."""
     rows, n = [], 0
-    tps = {"base": [1000, 1040, 980], "v2": [1300, 1350, 1280], "linux": [1010, 990, 1060]}
+    tps = {"base": [1000, 1040, 980, 1020], "v2": [1300, 1350, 1280, 1320], "linux": [1010, 990, 1060, 1000]}
     for col in ("base", "v2", "linux"):
         for inst, scale in ((1, 1), (25, 5)):
             for rep, v in enumerate(tps[col]):
@@ -96,7 +143,8 @@ def synthetic_rows():
                                  instances=inst, burst=1, seconds=5, status="ok", tps=float(v * scale),
                                  lat_p50_ns=40000 + rep, lat_p90_ns=50000, lat_p99_ns=80000, lat_p999_ns=90000,
                                  host_cpu_pct=150.0, qemu_cpu_pct=100.0, peer_cpu_pct=20.0,
-                                 tps_per_cpu=float(v * scale) / 1.5, kicks_per_txn=1.0, reclaims_per_txn=1.0))
+                                 tps_per_cpu=float(v * scale) / 1.5, kicks_per_txn=1.0, reclaims_per_txn=1.0,
+                                 host_us_per_txn=1.5e6 / (v * scale), lat_hist=[[40000, 512, 90], [80000, 1024, 10]]))
                 n += 1
         for rep, v in enumerate((200.0, 210.0, 190.0)):
             rows.append(dict(run=n, rep=rep, column=col, guest="vnetlab", variant=col, test="tcp_stream",
@@ -115,13 +163,19 @@ def test_harness_report_on_synthetic_rows(t):
         raise Fail(f"a column from another guest must be appended after the variants, got {cols}")
     rec = {(r["test"], r.get("instances"), r.get("msg"), r["column"]): r for r in recs}
     v2 = rec[("tcp_rr", 1, None, "v2")]
-    if v2["n"] != 3 or v2["median"] != 1300.0 or v2["min"] != 1280.0 or v2["max"] != 1350.0:
-        raise Fail(f"v2 x1 cell: expected 3 ok runs, median 1300 (1280-1350) -- the error row excluded; got {v2}")
-    if v2["significance"] != "sig" or not approx(v2["pct_vs_base"], 30.0):
-        raise Fail(f"v2 vs base: expected +30% significant, got {v2['pct_vs_base']} {v2['significance']}")
+    if v2["n"] != 4 or v2["median"] != 1310.0 or v2["min"] != 1280.0 or v2["max"] != 1350.0:
+        raise Fail(f"v2 x1 cell: expected 4 ok runs, median 1310 (1280-1350) -- the error row excluded; got {v2}")
+    if v2["significance"] != "sig" or not approx(v2["pct_vs_base"], 300 / 10.1) or not v2["p_value"] < 0.05:
+        raise Fail(f"v2 vs base: expected +29.7% significant, got {v2['pct_vs_base']} {v2['significance']} p {v2['p_value']}")
+    if not (v2["ci_low_pct"] > 0 and v2["ci_low_pct"] <= v2["pct_vs_base"] <= v2["ci_high_pct"]):
+        raise Fail(f"v2 vs base: the CI must hold the change and exclude 0: {v2['ci_low_pct']}..{v2['ci_high_pct']}")
     lin = rec[("tcp_rr", 25, None, "linux")]
-    if lin["significance"] != "n.s." or lin["median"] != 5050.0:
-        raise Fail(f"linux x25 overlaps base: expected median 5050 n.s., got {lin['median']} {lin['significance']}")
+    if lin["significance"] != "n.s." or lin["median"] != 5025.0:
+        raise Fail(f"linux x25 overlaps base: expected median 5025 n.s., got {lin['median']} {lin['significance']}")
+    if v2["pooled_n"] != 4 or v2["pooled_p50_ns"] != 40256 or v2["pooled_p99_ns"] != 80512:
+        raise Fail(f"pooled percentiles of the merged HIST buckets: {v2.get('pooled_n')} {v2.get('pooled_p50_ns')} {v2.get('pooled_p99_ns')}")
+    if not approx(v2["host_us_per_txn"], statistics.median([1.5e6 / v for v in (1300, 1350, 1280, 1320)])):
+        raise Fail(f"service demand cell is the median of the runs': {v2['host_us_per_txn']}")
     base = rec[("tcp_rr", 1, None, "base")]
     if base["pct_vs_base"] is not None or base["significance"] != "":
         raise Fail(f"the baseline cell compares with nothing, got {base}")
@@ -131,8 +185,9 @@ def test_harness_report_on_synthetic_rows(t):
     with tempfile.TemporaryDirectory() as d:
         report.write_all(d, rows, ["base", "v2"], "base", {"started": "synthetic", "host_ncpu": 2})
         md = open(os.path.join(d, "report.md")).read()
-        for want in ("| Instances | base | v2 | linux |", "1,300 (1,280-1,350) cv", "**+30.0%**",
-                     "+1.0% n.s.", "| Message size | base | v2 | linux |", "host 150% -> 867 trans/s/CPU"):
+        for want in ("| Instances | base | v2 | linux |", "1,310 (1,280-1,350) n=4 cv", "**+29.7% [",
+                     "n.s.**", "| Message size | base | v2 | linux |", "host 150% -> 873 trans/s/CPU",
+                     "service demand: host CPU us per transaction", "Mann-Whitney", "pooled p50", "(n=4)"):
             if want not in md:
                 raise Fail(f"report.md lacks {want!r}:\n{md[:1500]}")
         with open(os.path.join(d, "results.csv")) as f:
@@ -153,7 +208,7 @@ def test_harness_rereport_plots(t):
         if r.returncode:
             raise Fail(f"--rereport failed ({r.returncode}): {r.stderr.strip()[-800:]}")
         pngs = sorted(f for f in os.listdir(d) if f.endswith(".png"))
-        for prefix in ("latency_", "tps_", "mbps_", "kicks_"):
+        for prefix in ("latency_", "tps_", "mbps_", "kicks_", "cdf_"):
             if not any(p.startswith(prefix) for p in pngs):
                 raise Fail(f"expected a {prefix}*.png plot, got {pngs}")
         for p in pngs:
@@ -161,8 +216,10 @@ def test_harness_rereport_plots(t):
                 if f.read(8) != PNG_MAGIC:
                     raise Fail(f"{p} is not a PNG file")
         md = open(os.path.join(d, "report.md")).read()
-        if "baseline column: **v2**" not in md or "-23.1%" not in md:
-            raise Fail("--baseline v2: expected base's x1 cell at -23.1% vs v2 in report.md")
+        if "baseline column: **v2**" not in md or "-22.9%" not in md:
+            raise Fail("--baseline v2: expected base's x1 cell at -22.9% vs v2 in report.md")
+        if not any(p.startswith("cdf_") for p in pngs):
+            raise Fail(f"expected a cdf_*.png from the rows' histograms, got {pngs}")
         if "## Failed and skipped runs" not in md:
             raise Fail("the failed synthetic run is not listed in report.md")
 
@@ -375,6 +432,19 @@ def test_harness_smoke(t):
                 raise Fail(f"run {r['run']}: throughput per CPU {per} is not {m} / {r['host_cpu_pct']}%")
             if r["test"] == "tcp_rr" and not (r["lat_p50_ns"] <= r["lat_p90_ns"] <= r["lat_p99_ns"] <= r["lat_max_ns"]):
                 raise Fail(f"run {r['run']}: latency percentiles not monotone: {r}")
+            # The CPU window is the guest's own measured interval.
+            if r.get("cpu_window") != "guest" or abs(r["cpu_interval_s"] - float(r["guest_seconds"])) > 0.45:
+                raise Fail(f"run {r['run']}: CPU window {r.get('cpu_window')} of {r.get('cpu_interval_s')} s, the guest "
+                           f"measured {r.get('guest_seconds')} s")
+            unit = "txn" if r["test"] == "tcp_rr" else "mb"
+            rate = r["tps"] if unit == "txn" else r["mbps"] / 8
+            if not approx(r.get(f"host_us_per_{unit}"), r["host_cpu_pct"] / 100 * 1e6 / rate, rel=1e-2):
+                raise Fail(f"run {r['run']}: service demand host_us_per_{unit} {r.get(f'host_us_per_{unit}')} is not "
+                           f"host CPU {r['host_cpu_pct']}% / {rate:.1f} per s")
+            if r["test"] == "tcp_rr" and sum(c for _, _, c in r.get("lat_hist") or []) != r["transactions"]:
+                raise Fail(f"run {r['run']}: the guest's HIST buckets must hold its {r['transactions']} transactions")
+            if r.get("guest_exit") != 0:
+                raise Fail(f"run {r['run']}: guest exit {r.get('guest_exit')} recorded for an ok run")
         variants_seen = {r["guest_variant"] for r in rows}
         if len(variants_seen) != 2:
             raise Fail(f"the two variants must be two different builds, guests reported {variants_seen}")
@@ -398,16 +468,19 @@ def test_harness_smoke(t):
             vals = [r[key] for r in rows if r["test"] == s["test"] and r["column"] == s["column"]]
             if not approx(float(s["median"]), statistics.median(vals)):
                 raise Fail(f"summary {s['test']} {s['column']}: median {s['median']} != median of {vals}")
-            if s["column"] != "base" and s["significance"] not in ("sig", "n.s."):
-                raise Fail(f"summary {s['test']} {s['column']}: two repetitions each must give sig or n.s., got {s['significance']!r}")
+            if s["column"] != "base" and s["significance"] != "?":
+                raise Fail(f"summary {s['test']} {s['column']}: two repetitions each cannot tell (Mann-Whitney's "
+                           f"smallest p is 1/3), expected '?', got {s['significance']!r}")
             cell = f"{report.fmt_num(float(s['median']))} ({report.fmt_num(float(s['min']))}-{report.fmt_num(float(s['max']))})"
             if cell not in md:
                 raise Fail(f"report.md lacks the cell {cell!r} of {s['test']} {s['column']}")
-        for want in ("| Instances | base | v2 |", "| Message size | base | v2 |", "host CPU % and", "accel "):
+        for want in ("| Instances | base | v2 |", "| Message size | base | v2 |", "host CPU % and", "accel ",
+                     "service demand: host CPU us per transaction", "service demand: host CPU us per MB",
+                     "pooled p50", " n=2 cv "):
             if want not in md:
                 raise Fail(f"report.md lacks {want!r}")
         pngs = [f for f in os.listdir(out) if f.endswith(".png")]
-        for prefix in ("latency_tcp_rr", "tps_tcp_rr", "mbps_tcp_stream", "kicks_tcp_rr"):
+        for prefix in ("latency_tcp_rr", "tps_tcp_rr", "mbps_tcp_stream", "kicks_tcp_rr", "cdf_tcp_rr"):
             if not any(f.startswith(prefix) for f in pngs):
                 raise Fail(f"no {prefix}*.png among {pngs}")
             if f"({prefix}" not in md:
@@ -452,3 +525,187 @@ def test_harness_ctrl_c_tears_down(t):
             raise Fail(f"after Ctrl-C: QEMU {alive} still running or namespaces {leftover_namespaces(p.pid)} left")
         if not os.path.exists(os.path.join(out, "report.md")):
             raise Fail("an interrupted harness must still write report.md")
+
+
+# ---- vnetbench compare: the regression gate ----
+
+def synthetic_folder(d, name, tps_scale, lat_scale, seed, reps=8):
+    """A results folder of one column, tcp_rr x1 and tcp_stream 16K, with
+    run-to-run noise of ~3% (a seeded generator: same folders every time)."""
+    import random
+    rng = random.Random(seed)
+    rows, n = [], 0
+    for rep in range(reps):
+        rows.append(dict(run=n, rep=rep, column="base", test="tcp_rr", backend="tap", req=256, resp=256, instances=1,
+                         burst=1, seconds=5, status="ok", tps=10000 * tps_scale * rng.gauss(1, 0.03),
+                         lat_p50_ns=50000 * lat_scale * rng.gauss(1, 0.03)))
+        rows.append(dict(run=n + 1, rep=rep, column="base", test="tcp_stream", backend="tap", msg=16384, instances=1,
+                         seconds=5, status="ok", mbps=400 * rng.gauss(1, 0.03)))
+        n += 2
+    rows.append(dict(run=n, rep=0, column="base", test="tcp_rr", backend="tap", req=256, resp=256, instances=1,
+                     burst=1, seconds=5, status="error", error="guest ERROR", tps=1.0))
+    path = os.path.join(d, name)
+    os.makedirs(path)
+    report.write_jsonl(os.path.join(path, "results.jsonl"), rows)
+    return path
+
+
+def test_harness_compare_gate(t):
+    with tempfile.TemporaryDirectory() as d:
+        old = synthetic_folder(d, "old", 1.0, 1.0, seed=1)
+        noise = synthetic_folder(d, "noise", 1.0, 1.0, seed=2)
+        slower = synthetic_folder(d, "slower", 0.85, 1.0, seed=3)
+        laggy = synthetic_folder(d, "laggy", 1.0, 1.2, seed=4)
+        faster = synthetic_folder(d, "faster", 1.2, 1.0, seed=5)
+
+        r = vnetbench(["compare", old, noise], timeout=60)
+        if r.returncode != 0 or "REGRESSION" in r.stdout.split("| verdict |")[-1].split("cells compared")[0]:
+            raise Fail(f"compare of two folders of the same distribution must pass (exit 0), got {r.returncode}:\n"
+                       f"{r.stdout[-1500:]}{r.stderr[-500:]}")
+        if "| tcp_rr 256/256 x1 tap [base] | tps |" not in r.stdout or "(8)" not in r.stdout or "[" not in r.stdout:
+            raise Fail(f"compare must show each cell with n and a confidence interval:\n{r.stdout[-1500:]}")
+
+        r = vnetbench(["compare", old, slower], timeout=60)
+        line = next((l for l in r.stdout.splitlines() if l.startswith("| tcp_rr") and "| tps |" in l), "")
+        if r.returncode != 1 or "REGRESSION" not in line:
+            raise Fail(f"15% fewer trans/s must be flagged (exit 1, REGRESSION), got {r.returncode}:\n{r.stdout[-1500:]}")
+        stream = next((l for l in r.stdout.splitlines() if l.startswith("| tcp_stream")), "")
+        if "REGRESSION" in stream:
+            raise Fail(f"the unchanged stream cell must not be flagged: {stream}")
+
+        r = vnetbench(["compare", old, faster], timeout=60)
+        if r.returncode != 0 or "improved" not in r.stdout:
+            raise Fail(f"20% more trans/s is an improvement, not a failure: {r.returncode}\n{r.stdout[-1200:]}")
+
+        # Lower is better for latency: +20% p50 is a regression, and the
+        # default metric (tps) of the same folders is not.
+        r = vnetbench(["compare", old, laggy, "--metric", "lat_p50_ns"], timeout=60)
+        if r.returncode != 1 or "REGRESSION" not in r.stdout:
+            raise Fail(f"+20% p50 latency must be flagged: {r.returncode}\n{r.stdout[-1200:]}")
+        r = vnetbench(["compare", old, laggy], timeout=60)
+        if r.returncode != 0:
+            raise Fail(f"trans/s unchanged in 'laggy': expected exit 0, got {r.returncode}\n{r.stdout[-1200:]}")
+
+        # A change smaller than --min-change is never a regression.
+        r = vnetbench(["compare", old, slower, "--min-change", "30"], timeout=60)
+        if r.returncode != 0:
+            raise Fail(f"-15% with --min-change 30 must pass, got {r.returncode}")
+        r = vnetbench(["compare", old, os.path.join(d, "missing")], timeout=60)
+        if r.returncode != 2 or "not found" not in r.stderr:
+            raise Fail(f"a missing folder: expected exit 2 naming it, got {r.returncode}: {r.stderr}")
+
+
+def test_harness_linux_tunings_and_loopback_kinds(t):
+    """Guest kinds without booting: linux:TUNING columns put their kernel
+    parameters, sysctls and server options where the init reads them; bad
+    tunings are refused; loopback serves like the Linux guest; every guest
+    gets one CPU model per accelerator, overridable by the cpu key."""
+    import backends
+    import guests
+    import matrix
+
+    def mx(g, **kw):
+        s = {"guests": g, "tests": "udp_rr tcp_stream", "rr.role": "server", "stream.role": "server",
+             "rr.sizes": "64,64", "rr.instances": "1", "stream.sizes": "16K", "stream.instances": "1",
+             "accel": "tcg", "seconds": "3", "warmup": "1"}
+        s.update(kw)
+        return matrix.Matrix(s, {"appliance": ""}, lambda v: None, list(guests.KINDS))
+
+    m = mx("vnetlab linux linux:best linux:busypoll+nomitig loopback")
+    names = [m.column_name(*c) for c in m.columns]
+    if names != ["appliance", "linux", "linux:best", "linux:busypoll+nomitig", "loopback"]:
+        raise Fail(f"columns: {names}")
+    if m.rr_sizes != [(64, 64)]:
+        raise Fail(f"netperf-style rr.sizes 64,64 must be one 64/64 pair, got {m.rr_sizes}")
+    tap = backends.make("tap", "tap", {})
+    with tempfile.TemporaryDirectory() as d:
+        lin = guests.Linux(m, lambda s: None, directory=d, spec="linux:busypoll+nomitig")
+        run = next(r for r in m.runs() if r.column == "linux:best" and r.test == "udp_rr")
+        argv, cmdline, accel = lin.argv(run, tap, 60)
+        words = cmdline.split()
+        for w in ("mitigations=off", "vnl.tuning=busypoll+nomitig",
+                  "vnl.sysctl=net.core.busy_poll=50,net.core.busy_read=50"):
+            if w not in words:
+                raise Fail(f"linux:busypoll+nomitig kernel command line lacks {w}: {cmdline}")
+        if "idle=poll" in words or any(w.startswith("vnl.srvopt") for w in words):
+            raise Fail(f"tunings not asked for must not appear: {cmdline}")
+        if argv[argv.index("-cpu") + 1] != guests.CPU_MODEL["tcg"]:
+            raise Fail(f"linux guest CPU model under TCG must be {guests.CPU_MODEL['tcg']}: {argv}")
+        best = guests.Linux(m, lambda s: None, directory=d, spec="linux:best")
+        _, cl, _ = best.argv(run, tap, 60)
+        for w in ("idle=poll", "mitigations=off", "vnl.srvopt=--lls,50", "vnl.tuning=best"):
+            if w not in cl.split():
+                raise Fail(f"linux:best lacks {w}: {cl}")
+        srun = next(r for r in m.runs() if r.column == "linux:best" and r.test == "tcp_stream")
+        _, cl, _ = best.argv(srun, tap, 60)
+        if "vnl.srvopt" in cl:
+            raise Fail(f"sockperf's options must not reach iperf: {cl}")
+        mm = mx("linux", cpu="max")
+        _, _, _ = guests.Linux(mm, lambda s: None, directory=d).argv(mm.runs()[0], tap, 60)
+        a2, _, _ = guests.Linux(mm, lambda s: None, directory=d).argv(mm.runs()[0], tap, 60)
+        if a2[a2.index("-cpu") + 1] != "max":
+            raise Fail(f"cpu = max must reach the linux guest's QEMU: {a2}")
+    for bad, pattern in (("linux:turbo", "unknown linux tuning 'turbo'"), ("loopback:x", "only linux takes tunings")):
+        try:
+            guests.make(bad, m, lambda s: None)
+            raise Fail(f"guest {bad} must be refused")
+        except BenchError as e:
+            if pattern not in str(e):
+                raise Fail(f"guest {bad}: expected /{pattern}/, got {e}")
+    lo = guests.make("loopback", m, lambda s: None)
+    if lo.supports("udp_rr", tap) or lo.supports("tcp_stream", tap):
+        raise Fail("loopback serves rr and stream on tap")
+    if not lo.supports("udp_rr", backends.make("user", "user", {})):
+        raise Fail("loopback needs a namespace: slirp must be refused")
+    client = guests.make("loopback", mx("loopback", **{"rr.role": "client"}), lambda s: None)
+    if "rr.role=server" not in (client.supports("udp_rr", tap) or ""):
+        raise Fail("loopback with rr.role=client must be refused with the fix named")
+    row = {"peer_tps": 5.0, "peer_lat_p50_ns": 9000}
+    lo.complete(row)
+    if row.get("tps") != 5.0 or row.get("lat_p50_ns") != 9000 or row.get("figures_from") != "peer":
+        raise Fail(f"loopback rows take the host peer's figures: {row}")
+    import runs
+    w = runs.guest_window({"t_begin_us": 1_000_000, "t_end_us": 6_000_000, "t_line_us": 6_200_000}, 100.0)
+    if not (approx(w[0], 94.8) and approx(w[1], 99.8)):
+        raise Fail(f"guest interval 1..6 s printed at 6.2 s, line at host 100 s: expected (94.8, 99.8), got {w}")
+    if runs.guest_window({"seconds": 5}, 100.0) is not None:
+        raise Fail("a RESULT without the interval keys has no guest window")
+    row = {"tps": 10000.0, "host_cpu_pct": 150.0, "qemu_cpu_pct": 100.0, "peer_cpu_pct": 20.0}
+    runs.service_demand(row, "rr")
+    if row != dict(row, host_us_per_txn=150.0, qemu_us_per_txn=100.0, peer_us_per_txn=20.0, procs_us_per_txn=120.0):
+        raise Fail(f"service demand at 10,000 trans/s: 150% host = 150 us/txn, QEMU 100, peer 20, both 120: {row}")
+    row = {"tps": 10000.0, "host_cpu_pct": 80.0, "peer_cpu_pct": 30.0, "server_cpu_pct": 40.0}
+    runs.service_demand(row, "rr")
+    if row.get("server_us_per_txn") != 40.0 or row.get("procs_us_per_txn") != 70.0:
+        raise Fail(f"loopback: the stock server counts as a process of its own and in the sum: {row}")
+    row = {"mbps": 800.0, "host_cpu_pct": 100.0}
+    runs.service_demand(row, "stream")
+    if row.get("host_us_per_mb") != 10000.0:
+        raise Fail(f"800 Mbit/s = 100 MB/s at one CPU = 10,000 us per MB: {row}")
+    if runs.exit_line(["vnetlab exit status=0", "x", "vnetlab-linux exit status=3"]) != 3 or runs.exit_line(["no"]) is not None:
+        raise Fail("exit_line: the last exit line of any guest kind, None without one")
+
+    # Open loop: rr.mps makes the host peer sockperf under-load at that rate,
+    # every message answered, the rows labelled; closed-loop rows stay so.
+    import peers
+    om = mx("vnetlab loopback", **{"rr.mps": "2000 20000", "tests": "udp_rr"})
+    ps = sorted({r.params.get("mps") for r in om.runs()})
+    if ps != [2000, 20000] or not all("open-loop" in r.label() for r in om.runs()):
+        raise Fail(f"rr.mps 2000 20000: expected two open-loop configurations, got {ps}")
+    run = om.runs()[0]
+    pr = peers.for_test(run.test, runs.roles(om), tap, run.params)
+    a = pr.argv()
+    if not isinstance(pr, peers.SockperfUnderLoad) or a[1] != "under-load" or a[a.index("--mps") + 1] != "2000" \
+            or a[a.index("--reply-every") + 1] != "1":
+        raise Fail(f"open-loop peer: expected sockperf under-load --mps 2000 --reply-every 1, got {a}")
+    if runs.base_row(run, om)["loop"] != "open" or runs.base_row(m.runs()[0], m)["loop"] != "closed":
+        raise Fail("rows must say loop=open for rr.mps runs and loop=closed otherwise")
+    if not isinstance(peers.for_test("udp_rr", runs.roles(m), tap, m.runs()[0].params), peers.SockperfPingPong) or \
+            isinstance(peers.for_test("udp_rr", runs.roles(m), tap, m.runs()[0].params), peers.SockperfUnderLoad):
+        raise Fail("without rr.mps the peer stays ping-pong")
+    try:
+        mx("vnetlab", **{"rr.mps": "1000", "rr.role": "client"})
+        raise Fail("rr.mps with rr.role=client must be refused")
+    except BenchError as e:
+        if "needs rr.role=server" not in str(e):
+            raise Fail(f"rr.mps refusal: {e}")
