@@ -100,6 +100,12 @@ static inline uint16_t virtq_chains_in_flight(const struct virtq *vq)
 {
 	return vq->chains;
 }
+/* The device has completed chains we have not taken back (reads shared
+ * memory: used->idx). */
+static inline bool virtq_used_pending(const struct virtq *vq)
+{
+	return __atomic_load_n(&vq->used->idx, __ATOMIC_RELAXED) != vq->last_used;
+}
 /* Added with virtq_add() but not yet made visible with virtq_publish(). */
 static inline bool virtq_unpublished(const struct virtq *vq)
 {

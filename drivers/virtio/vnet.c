@@ -73,12 +73,13 @@ static void vnet_feature_names(uint64_t f, char *buf, size_t len)
 
 const char *vnet_variant(void)
 {
-	static const char *const reclaim[] = {"?", "before", "after", "v1", "v2", "lazy", "poll"};
+	static const char *const reclaim[] = {"?",  "base",  "v0",   "v1",  "v2",
+	                                      "v3", "after", "lazy", "poll"};
 	static const char *const kick[] = {"?", "every", "burst", "deferred", "timer"};
 	static char buf[160];
 	char rparam[16] = "", kparam[24] = "";
 
-	if (VNET_IS_RECLAIM_V1 || VNET_IS_RECLAIM_V2)
+	if (VNET_IS_RECLAIM_V1 || VNET_IS_RECLAIM_V2_V3)
 		snprintf(rparam, sizeof(rparam), ":%d", VNET_RECLAIM_K);
 	if (VNET_IS_RECLAIM_LAZY)
 		snprintf(rparam, sizeof(rparam), ":%d", VNET_LAZY_THRESH);
@@ -338,10 +339,11 @@ static void vnet_print_queue(const char *name, const struct vnet_counters *c)
 {
 	printf("COUNTERS {\"queue\":\"%s\",\"frames\":%llu,\"bytes\":%llu,\"kicks\":%llu,"
 	       "\"kicks_suppressed\":%llu,\"reclaim_calls\":%llu,\"reclaimed\":%llu,"
-	       "\"reclaim_hist\":[",
+	       "\"idle_reclaim_calls\":%llu,\"idle_reclaimed\":%llu,\"reclaim_hist\":[",
 	       name, (unsigned long long)c->frames, (unsigned long long)c->bytes,
 	       (unsigned long long)c->kicks, (unsigned long long)c->kicks_suppressed,
-	       (unsigned long long)c->reclaim_calls, (unsigned long long)c->reclaimed);
+	       (unsigned long long)c->reclaim_calls, (unsigned long long)c->reclaimed,
+	       (unsigned long long)c->idle_reclaim_calls, (unsigned long long)c->idle_reclaimed);
 	for (int i = 0; i < VNET_COUNTER_BUCKETS; i++)
 		printf("%s%llu", i ? "," : "", (unsigned long long)c->reclaim_hist[i]);
 	printf("],\"ring_full\":%llu,\"refills\":%llu,\"refilled\":%llu,\"drops\":%llu,"

@@ -87,11 +87,13 @@ struct vnet_counters {
 	uint64_t reclaim_calls;    /* TX: calls of the one reclaim routine */
 	uint64_t reclaimed;        /* TX: descriptor chains (frames) taken back */
 	uint64_t reclaim_hist[VNET_COUNTER_BUCKETS];
-	uint64_t ring_full;     /* TX: vnet_tx() returned VNET_EAGAIN */
-	uint64_t refills;       /* RX: refill batches */
-	uint64_t refilled;      /* RX: buffers re-posted */
-	uint64_t drops;         /* RX: frames dropped by the driver (malformed) */
-	uint64_t device_errors; /* faults detected on this queue */
+	uint64_t idle_reclaim_calls; /* TX: liveness reclaims (TX idle, completions waiting) */
+	uint64_t idle_reclaimed;     /* TX: frames they took back */
+	uint64_t ring_full;          /* TX: vnet_tx() returned VNET_EAGAIN */
+	uint64_t refills;            /* RX: refill batches */
+	uint64_t refilled;           /* RX: buffers re-posted */
+	uint64_t drops;              /* RX: frames dropped by the driver (malformed) */
+	uint64_t device_errors;      /* faults detected on this queue */
 };
 
 typedef void (*vnet_tx_done_fn)(void *arg, void *cookie);

@@ -27,10 +27,10 @@ UNIT_VNET_SRCS := tests/unit/test_vnet.c tests/unit/sim_pci.c drivers/virtio/vne
 UNIT_VARIANTS := \
 	$(foreach r,$(VARIANT_RECLAIMS),$(foreach k,$(VARIANT_KICKS),$(foreach e,1 0,\
 		$(r)-$(k)-ei$(e)-eager-inline-zc1))) \
-	$(foreach r,before v1 poll,$(foreach k,burst deferred timer,$(r)-$(k)-ei1-batched-inline-zc1)) \
-	$(foreach r,before after lazy,$(r)-every-ei1-eager-chain-zc1) poll-deferred-ei0-eager-chain-zc1 \
-	$(foreach r,before v1 lazy poll,$(r)-burst-ei1-eager-inline-zc0) after-every-ei1-eager-chain-zc0 \
-	before-every-ei1-eager-inline-zc1-csum-mrg-nd poll-timer-ei0-batched-chain-zc0-csum-mrg-nd
+	$(foreach r,base v1 v2 poll,$(foreach k,burst deferred timer,$(r)-$(k)-ei1-batched-inline-zc1)) \
+	$(foreach r,base v3 after lazy,$(r)-every-ei1-eager-chain-zc1) poll-deferred-ei0-eager-chain-zc1 \
+	$(foreach r,base v1 v2 lazy poll,$(r)-burst-ei1-eager-inline-zc0) after-every-ei1-eager-chain-zc0 \
+	base-every-ei1-eager-inline-zc1-csum-mrg-nd poll-timer-ei0-batched-chain-zc0-csum-mrg-nd
 UNIT_BINS := $(UNIT_DIR)/test_virtq $(foreach v,$(UNIT_VARIANTS),$(UNIT_DIR)/$(v)/test_vnet)
 
 $(UNIT_DIR)/obj/%.o: %.c $(UNIT_DEPS)
@@ -45,7 +45,7 @@ define UNIT_VARIANT_RULE
 $(UNIT_DIR)/$(1)/test_vnet: $(UNIT_VNET_SRCS) $(UNIT_SHARED_OBJS) $(UNIT_DEPS)
 	@mkdir -p $$(@D)
 	@echo "  HOSTCC  $$@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) $(call variant_flags,$(1)) $(UNIT_VNET_SRCS) \
+	@$(UNIT_CC) $(UNIT_CFLAGS) -DVNET_TRACE=1 $(call variant_flags,$(1)) $(UNIT_VNET_SRCS) \
 		$(UNIT_SHARED_OBJS) -o $$@
 endef
 $(foreach v,$(UNIT_VARIANTS),$(eval $(call UNIT_VARIANT_RULE,$(v))))
