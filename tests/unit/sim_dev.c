@@ -30,6 +30,7 @@ void sim_reset(uint64_t offered)
 	sim.num_queues = 2;
 	sim.max_qsize = 256;
 	sim.mode = SIM_SYNC;
+	sim.rx_hdr.num_buffers = 1;
 	for (int i = 0; i < 2; i++)
 		sim.q[i].rng = 12345u + (uint32_t)i;
 }
@@ -231,6 +232,21 @@ static void sim_complete_at(struct sim_queue *q, unsigned k)
 		sim_put_used(q, c.head, c.written);
 		q->used_idx = (uint16_t)(q->used_idx + q->size + 1);
 		break;
+	case SIM_FAULT_IDX_AHEAD:
+		/* Everything the driver published (held here or not yet read),
+		 * plus one: at most the ring size while the ring is not full. */
+		sim_put_used(q, c.head, c.written);
+		q->used_idx = (uint16_t)(q->used_idx + q->npending +
+		                         (uint16_t)(sim_published(q) - q->last_avail) + 1);
+		break;
+	case SIM_FAULT_UNPUBLISHED:
+		/* A device reading ahead of avail->idx. */
+		sim_put_used(q, q->avail->ring[sim_published(q) & (q->size - 1)], 0);
+		break;
+	case SIM_FAULT_LEN_READONLY:
+		sim_put_used(q, c.head, c.writable ? c.written : 60);
+		q->was_head[c.head] = true;
+		break;
 	default:
 		sim_put_used(q, c.head, c.written);
 		q->was_head[c.head] = true;
@@ -266,13 +282,27 @@ unsigned sim_complete(struct sim_queue *q, unsigned max)
 	return n;
 }
 
+/* Complete what sim_run() may (all but the newest `lag`), in bursts. */
+static void sim_complete_scheduled(struct sim_queue *q)
+{
+	while (q->npending > q->lag) {
+		unsigned n = q->npending - q->lag;
+
+		if (q->burst_max && n > q->burst_max)
+			n = q->burst_max;
+		if (q->burst_max)
+			n = 1 + sim_rand(q) % n;
+		sim_complete(q, n);
+	}
+}
+
 /* Done for now: re-enable notifications (QEMU virtio_queue_set_notification). */
 void sim_idle(struct sim_queue *q)
 {
 	q->busy = false;
 	q->kicked_since_idle = false;
 	if (q->event_idx)
-		*sim_avail_event(q) = q->last_avail;
+		*sim_avail_event(q) = (uint16_t)(q->last_avail + q->event_ahead);
 	else
 		q->used->flags = 0;
 	/* Device's full barrier between re-arming and re-reading avail->idx
@@ -285,7 +315,7 @@ void sim_run(struct sim_queue *q)
 	/* Bounded: each round consumes at least one entry or stops. */
 	for (int rounds = 0; rounds < 4; rounds++) {
 		sim_consume(q, q->size);
-		sim_complete(q, q->size);
+		sim_complete_scheduled(q);
 		sim_idle(q);
 		if (sim_published(q) == q->last_avail)
 			return;
@@ -340,8 +370,7 @@ bool sim_rx_inject(const void *frame, uint32_t len)
 	c = &q->pending[0];
 	if (total > c->writable || total > sizeof(data))
 		return false;
-	memset(data, 0, 12);
-	data[10] = 1; /* num_buffers = 1 */
+	memcpy(data, &sim.rx_hdr, 12);
 	memcpy(data + 12, frame, len);
 	for (unsigned i = 0; i < c->nw && off < total; i++) {
 		uint32_t part = total - off < c->w[i].len ? total - off : c->w[i].len;
@@ -362,6 +391,10 @@ bool sim_rx_inject(const void *frame, uint32_t len)
 bool sim_lost_wakeup(const struct sim_queue *q)
 {
 	bool waiting = q->qidx == 0 ? q->starved : !q->busy;
+	uint16_t ahead = q->event_idx ? q->event_ahead : 0;
 
-	return waiting && !q->kicked_since_idle && sim_published(q) != q->last_avail;
+	/* With an event index further ahead, the device itself asked to be
+	 * told only once more than `ahead` new entries are there. */
+	return waiting && !q->kicked_since_idle &&
+	       (uint16_t)(sim_published(q) - q->last_avail) > ahead;
 }

@@ -588,6 +588,56 @@ static void run_rx_fault(enum sim_fault f, const char *name)
 	CHECK_EQ(-VNET_EDEVICE, vnet_rx(vn, &r), "RX refuses after a fault");
 }
 
+/* avail=batched: a frame added but not yet published (before the end of
+ * the burst) does not exist for the device; completing it is a fault. */
+static void run_tx_unpublished_fault(void)
+{
+	struct vnet_counters rx, tx;
+	int rc;
+
+	if (!dev_open(SIM_MANUAL))
+		return;
+	send_frame();
+	vnet_tx_end_burst(vn);
+	settle();
+	send_frame(); /* added, not published */
+	CHECK(virtq_unpublished(&vn->txq), "second frame unpublished");
+	txd->fault = SIM_FAULT_UNPUBLISHED;
+	sim_run(txd);
+	/* Reclaim now, as any policy may before the next publication (the
+	 * poll pass would publish the frame first). */
+	vnet_tx_reclaim(vn, 0xffffffffu);
+	rc = vn->failed ? -VNET_EDEVICE : 0;
+	counters(&rx, &tx);
+	printf("     tx fault used_id_not_published: %s: %s\n",
+	       rc == -VNET_EDEVICE ? "detected" : "MISSED", vnet_error(vn));
+	CHECK_EQ(-VNET_EDEVICE, rc, "completing an unpublished frame is a fault");
+	CHECK_EQ(1, vn->txq.stats.faults[VIRTQ_FAULT_NOT_PUBLISHED], "counted as not published");
+}
+
+/* A used length on a TX buffer (nothing writable) is counted, the frame
+ * completes normally, the run goes on. */
+static void test_tx_used_len(void)
+{
+	struct vnet_counters rx, tx;
+
+	if (!dev_open(SIM_SYNC))
+		return;
+	for (int i = 0; i < 8; i++) {
+		txd->fault = SIM_FAULT_LEN_READONLY;
+		CHECK_EQ(0, send_frame(), "frame accepted");
+		vnet_tx_end_burst(vn);
+		settle();
+	}
+	CHECK_EQ(0, vnet_drain(vn, 1000000), "drained");
+	counters(&rx, &tx);
+	CHECK_EQ(0, tx.device_errors, "not a device error");
+	CHECK_EQ(8, vn->txq.stats.len_readonly, "each counted");
+	CHECK_EQ(VNET_ZEROCOPY ? tx.reclaimed + tx.idle_reclaimed : 8, done_total,
+	         "every frame completed");
+	CHECK_EQ(0, send_frame(), "TX still works");
+}
+
 static void test_faults(void)
 {
 	static const struct {
@@ -599,15 +649,21 @@ static void test_faults(void)
 	    {SIM_FAULT_NOT_HEAD, "used_id_not_a_head"},
 	    {SIM_FAULT_LEN, "used_len_beyond_buffer"},
 	    {SIM_FAULT_IDX_JUMP, "used_idx_jump"},
+	    {SIM_FAULT_IDX_AHEAD, "used_idx_one_past_published"},
 	};
 	int rc = 0, passes;
 
 	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
-		run_tx_fault(faults[i].f, faults[i].name);
+		/* TX chains have nothing writable: a length there is counted,
+		 * not fatal (test_tx_used_len). */
+		if (faults[i].f != SIM_FAULT_LEN)
+			run_tx_fault(faults[i].f, faults[i].name);
 		/* RX chains are one descriptor: every id is some chain's head. */
 		if (faults[i].f != SIM_FAULT_NOT_HEAD)
 			run_rx_fault(faults[i].f, faults[i].name);
 	}
+	if (VNET_AVAIL_BATCHED)
+		run_tx_unpublished_fault();
 	/* DEVICE_NEEDS_RESET: seen by vnet_check() and, unasked, within a
 	 * bounded number of poll passes. */
 	if (!dev_open(SIM_SYNC))
@@ -636,6 +692,7 @@ int main(void)
 	RUN(test_rx_path);
 	RUN(test_wraparound);
 	RUN(test_faults);
+	RUN(test_tx_used_len);
 	printf("test_vnet %s: %d checks, %d failed\n", vnet_variant(), check_total, check_failed);
 	return check_failed ? 1 : 0;
 }
