@@ -127,6 +127,21 @@ static bool sim_in_flight(const struct sim_queue *q, uint16_t head)
 	return false;
 }
 
+/* Does chain c write into memory a chain the device already holds writes
+ * into? (One buffer posted twice, e.g. after a double release.) */
+static bool sim_overlaps_pending(const struct sim_queue *q, const struct sim_chain *c)
+{
+	for (unsigned i = 0; i < q->npending; i++)
+		for (unsigned a = 0; a < c->nw; a++)
+			for (unsigned b = 0; b < q->pending[i].nw; b++) {
+				uint64_t x = c->w[a].addr, y = q->pending[i].w[b].addr;
+
+				if (x < y + q->pending[i].w[b].len && y < x + c->w[a].len)
+					return true;
+			}
+	return false;
+}
+
 /* Read up to max new avail entries (device reads avail->idx, then the ring). */
 unsigned sim_consume(struct sim_queue *q, unsigned max)
 {
@@ -151,6 +166,9 @@ unsigned sim_consume(struct sim_queue *q, unsigned max)
 		}
 		if (!sim_walk(q, head, &c, frame, &flen))
 			return n;
+		if (c.nw && sim_overlaps_pending(q, &c))
+			sim_driver_error("q%u: head %u's buffer is already posted (posted twice)",
+			                 q->qidx, head);
 		if (c.readable) {
 			/* A transmitted frame: 12-byte header, then the frame. */
 			if (flen < 12 || flen > SIM_FRAME_MAX) {
@@ -360,7 +378,10 @@ bool sim_rx_inject(const void *frame, uint32_t len)
 	uint32_t total = 12 + len, off = 0;
 	uint16_t old;
 
-	if (q->npending == 0 && sim_consume(q, 1) == 0) {
+	/* Take every posted buffer (a real device reads ahead too), so a
+	 * buffer posted twice is seen while both copies are held. */
+	sim_consume(q, q->size);
+	if (q->npending == 0) {
 		/* Out of buffers: ask to be told about new ones (QEMU
 		 * virtio_net_has_buffers() re-enables notification). */
 		sim_idle(q);
