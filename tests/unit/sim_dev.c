@@ -251,11 +251,8 @@ static void sim_complete_at(struct sim_queue *q, unsigned k)
 		q->used_idx = (uint16_t)(q->used_idx + q->size + 1);
 		break;
 	case SIM_FAULT_IDX_AHEAD:
-		/* Everything the driver published (held here or not yet read),
-		 * plus one: at most the ring size while the ring is not full. */
 		sim_put_used(q, c.head, c.written);
-		q->used_idx = (uint16_t)(q->used_idx + q->npending +
-		                         (uint16_t)(sim_published(q) - q->last_avail) + 1);
+		q->ahead = true; /* applied when the index is published */
 		break;
 	case SIM_FAULT_UNPUBLISHED:
 		/* A device reading ahead of avail->idx. */
@@ -275,6 +272,14 @@ static void sim_complete_at(struct sim_queue *q, unsigned k)
 
 static void sim_publish_used(struct sim_queue *q, uint16_t old)
 {
+	if (q->ahead) {
+		/* SIM_FAULT_IDX_AHEAD: the index covers everything the driver
+		 * published (completed, held here or not yet read) plus one;
+		 * below the ring size while the ring is not full. */
+		q->used_idx = (uint16_t)(q->used_idx + q->npending +
+		                         (uint16_t)(sim_published(q) - q->last_avail) + 1);
+		q->ahead = false;
+	}
 	if (q->used_idx == old)
 		return;
 	/* Device's write barrier: entries before the index (pairs with the

@@ -69,6 +69,7 @@ struct sim_queue {
 
 	uint64_t doorbells, consumed, completed, interrupts;
 	enum sim_fault fault;          /* armed: the next completion carries it */
+	bool ahead;                    /* SIM_FAULT_IDX_AHEAD taken, index not yet moved */
 	bool was_head[VIRTQ_MAX_SIZE]; /* completed as a head at some point */
 	bool reorder;
 	uint32_t rng;

@@ -366,7 +366,7 @@ static void run_fault(enum sim_fault sf, enum virtq_fault expect, const char *na
 	virtq_publish(&vq);
 	ring_kick();
 	/* One more added but not published: the device must not see it. */
-	if (sf == SIM_FAULT_UNPUBLISHED)
+	if (sf == SIM_FAULT_UNPUBLISHED || sf == SIM_FAULT_IDX_AHEAD)
 		ring_add_dir(1, 4, writable);
 	dq->fault = sf;
 	sim_run(dq);
