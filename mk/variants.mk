@@ -8,7 +8,7 @@
 #     TX_RECLAIM=base|v0|v1|v2|v3|after|lazy|poll (before = base)
 #     TX_KICK=every|burst|deferred|timer
 #     EVENT_IDX=0|1   AVAIL_PUBLISH=eager|batched   TXHDR=inline|chain   ZEROCOPY=0|1
-#     RECLAIM_K=N  LAZY_THRESH=N  TX_IDLE_RECLAIM_US=N  KICK_BURST_MAX=N  KICK_TIMER_US=N  QUEUE_MAX=N
+#     RECLAIM_K=N  LAZY_THRESH=N  TX_IDLE_RECLAIM_US=N  RX_BUDGET=N  KICK_BURST_MAX=N  KICK_TIMER_US=N  QUEUE_MAX=N
 #     MRG_RXBUF=0|1  CSUM=0|1  NOTIFICATION_DATA=0|1
 #     (unset variables keep the header's defaults; changing them rebuilds
 #     the driver objects, see VARIANT_STAMP)
@@ -74,6 +74,7 @@ endif
 VARIANT_CFLAGS += $(if $(RECLAIM_K),-DVNET_RECLAIM_K=$(RECLAIM_K)) \
 	$(if $(LAZY_THRESH),-DVNET_LAZY_THRESH=$(LAZY_THRESH)) \
 	$(if $(TX_IDLE_RECLAIM_US),-DVNET_TX_IDLE_RECLAIM_US=$(TX_IDLE_RECLAIM_US)) \
+	$(if $(RX_BUDGET),-DVNET_RX_BUDGET=$(RX_BUDGET)) \
 	$(if $(KICK_BURST_MAX),-DVNET_KICK_BURST_MAX=$(KICK_BURST_MAX)) \
 	$(if $(KICK_TIMER_US),-DVNET_KICK_TIMER_US=$(KICK_TIMER_US)) \
 	$(if $(QUEUE_MAX),-DVIRTQ_MAX_SIZE=$(QUEUE_MAX))

@@ -101,6 +101,18 @@ MUTANTS = [
      "\telse if (vq->event_idx)\n\t\tneed = virtq_need_event(",
      "\telse if (0)\n\t\tneed = virtq_need_event(",
      ["base-every-ei1-eager-inline-zc1"]),
+    ("link down ignored", "drivers/virtio/vnet.c",
+     "\t\t\tif (vnet_check(vn) == 0)\n\t\t\t\tvnet_check_link(vn);",
+     "\t\t\tif (vnet_check(vn) == 0)\n\t\t\t\t(void)vnet_check_link;",
+     ["base-every-ei1-eager-inline-zc1"]),
+    ("device status checked by pass count only (unbounded time)", "drivers/virtio/vnet.c",
+     "if (now - vn->status_checked >= VNET_STATUS_CHECK_NS) {",
+     "if (now - vn->status_checked >= VNET_STATUS_CHECK_NS && vn->poll_passes % 65536 == 0) {",
+     ["base-every-ei1-eager-inline-zc1"]),
+    ("no RX budget", "drivers/virtio/vnet_rx.c",
+     "\tif (!vn->rx_quota)\n\t\treturn 0;",
+     "\tif (!vn->rx_quota && 0)\n\t\treturn 0;",
+     ["base-every-ei1-eager-inline-zc1"]),
     ("RX double release accepted (state check removed)", "drivers/virtio/vnet_rx.c",
      "if (i < 0 || vn->rx_state[i] != VNET_RXB_UP) {",
      "if (i < 0) {",
@@ -143,6 +155,9 @@ def main():
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args()
     mutants = [m for m in MUTANTS if a.k in m[0]]
+    if not mutants:
+        print(f"mutants: none match {a.k!r}")
+        return 1
     files = subprocess.run(["git", "ls-files", "Makefile", "mk", "drivers", "kernel", "tests/unit",
                             "net/port", "boot/efi/efi.mk"],
                            cwd=TOP, capture_output=True, text=True, check=True).stdout.split()

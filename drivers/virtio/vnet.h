@@ -18,7 +18,7 @@
  *
  *	for (;;) {
  *		if (vnet_poll(vn) < 0) fail;        // deferred kick, poll reclaim, refill
- *		while (vnet_rx(vn, &f) > 0) input(f);   // each f released later
+ *		while (vnet_rx(vn, &f) > 0) input(f);   // at most VNET_RX_BUDGET; released later
  *		... timers, application, vnet_tx()s, then vnet_tx_end_burst(vn) ...
  *	}
  *
@@ -131,7 +131,8 @@ int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg,
 void vnet_tx_end_burst(struct vnet *vn);
 
 /* vnet_rx.c: receive */
-/* 1 = a frame in *out, 0 = none yet, -VNET_EDEVICE. */
+/* 1 = a frame in *out, 0 = none yet (or this pass's VNET_RX_BUDGET frames
+ * were handed up: vnet_poll() starts the next pass), -VNET_EDEVICE. */
 int vnet_rx(struct vnet *vn, struct vnet_rx *out);
 void vnet_rx_release(struct vnet *vn, void *handle);
 

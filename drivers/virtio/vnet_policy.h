@@ -206,6 +206,16 @@
 #error "VNET_LAZY_THRESH must be in 1..VIRTQ_MAX_SIZE-1"
 #endif
 
+/* RX: frames vnet_rx() hands up per vnet_poll() pass (NAPI's weight), so a
+ * continuous receive stream cannot starve the pass's TX kicks and reclaims:
+ * after this many, vnet_rx() says "none" until the next vnet_poll(). */
+#ifndef VNET_RX_BUDGET
+#define VNET_RX_BUDGET 64
+#endif
+#if VNET_RX_BUDGET < 1 || VNET_RX_BUDGET > 65535
+#error "VNET_RX_BUDGET must be in 1..65535"
+#endif
+
 /* RX buffers are re-posted this many at a time (or sooner if the ring runs low). */
 #ifndef VNET_RX_REFILL_BATCH
 #define VNET_RX_REFILL_BATCH 16

@@ -75,6 +75,8 @@ struct vnet {
 
 	struct vnet_counters rx, tx; /* kicks and device_errors come from the rings */
 	uint32_t poll_passes;
+	uint64_t status_checked; /* clock_ns() of the last status/link check */
+	uint16_t rx_quota;       /* frames vnet_rx() may still hand up this pass */
 	bool failed;
 	char error[192];
 

@@ -91,6 +91,8 @@ int vnet_rx(struct vnet *vn, struct vnet_rx *out)
 
 	if (vn->failed)
 		return -VNET_EDEVICE;
+	if (!vn->rx_quota)
+		return 0; /* this pass's budget is spent (VNET_RX_BUDGET) */
 	/* Each pass consumes one used entry: bounded by the ring. */
 	for (budget = vn->rxq.size; budget; budget--) {
 		const struct virtio_net_hdr *h;
@@ -134,6 +136,7 @@ int vnet_rx(struct vnet *vn, struct vnet_rx *out)
 			continue;
 		}
 		vn->rx_state[i] = VNET_RXB_UP;
+		vn->rx_quota--;
 		vn->rx.frames++;
 		vn->rx.bytes += len - VNET_HDR_LEN;
 		*out = (struct vnet_rx){

@@ -502,6 +502,9 @@ static void test_rx_path(void)
 
 	/* Hold every buffer: the device starves, then is told about refills. */
 	for (held = 0; held < VIRTQ_MAX_SIZE; held++) {
+		/* One frame per pass; the pass's refill is not wanted here, so
+		 * only its budget restart (test_rx_budget has the real thing). */
+		vn->rx_quota = VNET_RX_BUDGET;
 		if (!sim_rx_inject(frame, 64) || vnet_rx(vn, &got[held]) != 1)
 			break;
 	}
@@ -515,6 +518,63 @@ static void test_rx_path(void)
 	CHECK(sim_rx_inject(frame, 64), "device delivers again");
 	CHECK_EQ(1, vnet_rx(vn, &got[0]), "and the driver receives");
 	CHECK_EQ(0, sim.driver_errors, "no buffer posted twice");
+}
+
+/* ---- RX budget per poll pass (NAPI weight) ---- */
+
+static void test_rx_budget(void)
+{
+	struct vnet_rx r;
+	uint8_t frame[64] = {0};
+	unsigned got = 0, first = 0, passes = 0;
+
+	if (!dev_open(SIM_SYNC))
+		return;
+	for (int i = 0; i < VNET_RX_BUDGET + 40; i++)
+		CHECK(sim_rx_inject(frame, sizeof(frame)), "device delivers");
+	vnet_poll(vn);
+	while (vnet_rx(vn, &r) == 1) {
+		vnet_rx_release(vn, r.handle);
+		first++;
+	}
+	CHECK_EQ(VNET_RX_BUDGET, first, "frames handed up in one pass");
+	got = first;
+	while (got < VNET_RX_BUDGET + 40 && passes < 10) {
+		vnet_poll(vn); /* the pass's TX work runs between the budgets */
+		passes++;
+		while (vnet_rx(vn, &r) == 1) {
+			vnet_rx_release(vn, r.handle);
+			got++;
+		}
+	}
+	CHECK_EQ(VNET_RX_BUDGET + 40, got, "the rest in the next pass");
+	CHECK_EQ(1, passes, "one more pass");
+}
+
+/* ---- link down mid-run ends the run, in bounded time ---- */
+
+static void test_link_down(void)
+{
+	int rc = 0;
+	uint64_t t0;
+
+	if (!dev_open(SIM_SYNC))
+		return;
+	for (int i = 0; i < 1000; i++)
+		CHECK_EQ(0, vnet_poll(vn), "link up: polling goes on");
+	sim.cfg[VIRTIO_NET_CFG_STATUS] = 0; /* carrier lost */
+	t0 = shim_now_ns;
+	for (int i = 0; i < 100000 && rc == 0; i++) {
+		shim_now_ns += 1000; /* a 1 us pass */
+		rc = vnet_poll(vn);
+	}
+	printf("     link down seen after %llu us: %s\n",
+	       (unsigned long long)((shim_now_ns - t0) / 1000), vnet_error(vn));
+	CHECK_EQ(-VNET_EDEVICE, rc, "link down ends the run");
+	CHECK(shim_now_ns - t0 <= 20000000ull, "within 20 ms");
+	CHECK(strstr(vnet_error(vn), "link down") != NULL, "the error names it");
+	CHECK(!vnet_link_up(vn), "vnet_link_up() says down");
+	CHECK_EQ(-VNET_EDEVICE, send_frame(), "TX refuses afterwards");
 }
 
 /* ---- wraparound through the whole driver ---- */
@@ -1094,9 +1154,12 @@ static void test_faults(void)
 	if (!dev_open(SIM_SYNC))
 		return;
 	sim.status |= VIRTIO_STATUS_DEVICE_NEEDS_RESET;
-	for (passes = 0; passes < 10000 && rc == 0; passes++)
+	for (passes = 0; passes < 100000 && rc == 0; passes++) {
+		shim_now_ns += 1000; /* a 1 us pass */
 		rc = vnet_poll(vn);
+	}
 	printf("     device_needs_reset: seen after %d poll passes: %s\n", passes, vnet_error(vn));
+	CHECK(passes <= 20000, "within 20 ms of 1 us passes");
 	CHECK_EQ(-VNET_EDEVICE, rc, "DEVICE_NEEDS_RESET found by polling");
 	CHECK_EQ(-VNET_EDEVICE, vnet_check(vn), "and by vnet_check");
 	CHECK(strstr(vnet_error(vn), "needs_reset") != NULL, "error names it");
@@ -1124,6 +1187,8 @@ int main(void)
 	RUN(test_drain);
 	RUN(test_poll_flushes_kick);
 	RUN(test_event_idx_ahead);
+	RUN(test_rx_budget);
+	RUN(test_link_down);
 	printf("test_vnet %s: %d checks, %d failed\n", vnet_variant(), check_total, check_failed);
 	return check_failed ? 1 : 0;
 }
