@@ -26,7 +26,7 @@ import tempfile
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 30
 
-# (name, file, find, replace, binaries): a binary is "virtq" or a unit
+# (name, file, find, replace, binaries): a binary is "virtq", "virtio_pci" or a unit
 # variant name from tests/unit/unit.mk (UNIT_VARIANTS).
 MUTANTS = [
     ("end-of-burst kick removed", "drivers/virtio/vnet_tx.c",
@@ -113,6 +113,10 @@ MUTANTS = [
      "\tif (!vn->rx_quota)\n\t\treturn 0;",
      "\tif (!vn->rx_quota && 0)\n\t\treturn 0;",
      ["base-every-ei1-eager-inline-zc1"]),
+    ("16-bit config fields read byte by byte (4.1.3.1)", "drivers/virtio/virtio_pci.c",
+     "if (len == 2 && off % 2 == 0) {",
+     "if (len == 2 && off % 2 == 0 && 0) {",
+     ["virtio_pci"]),
     ("RX double release accepted (state check removed)", "drivers/virtio/vnet_rx.c",
      "if (i < 0 || vn->rx_state[i] != VNET_RXB_UP) {",
      "if (i < 0) {",
@@ -121,8 +125,9 @@ MUTANTS = [
 
 
 def binary_path(build, b):
-    return os.path.join(build, "unit", "test_virtq") if b == "virtq" else \
-        os.path.join(build, "unit", b, "test_vnet")
+    if b in ("virtq", "virtio_pci"):
+        return os.path.join(build, "unit", "test_" + b)
+    return os.path.join(build, "unit", b, "test_vnet")
 
 
 def build_and_run(tree, binaries):
@@ -158,7 +163,7 @@ def main():
     if not mutants:
         print(f"mutants: none match {a.k!r}")
         return 1
-    files = subprocess.run(["git", "ls-files", "Makefile", "mk", "drivers", "kernel", "tests/unit",
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "Makefile", "mk", "drivers", "kernel", "tests/unit",
                             "net/port", "boot/efi/efi.mk"],
                            cwd=TOP, capture_output=True, text=True, check=True).stdout.split()
     caught = missed = 0
