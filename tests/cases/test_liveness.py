@@ -1,4 +1,7 @@
-"""TX reclaim liveness (issue 10): the last segment of a TCP exchange is
+"""Liveness of a run (issue 10): a lost tail segment is retransmitted, and a
+link that goes down ends the run.
+
+TX reclaim liveness: the last segment of a TCP exchange is
 lost on the wire; the appliance must retransmit it. In zero-copy builds the
 segment's pbuf stays referenced until the driver reclaims its descriptor,
 and lwIP will not retransmit a segment whose pbuf is referenced
@@ -87,3 +90,58 @@ def test_tail_loss_retransmitted(t):
     with t.netns() as ns:
         for label, variant in KERNELS:
             run_lossy(t, ns, label, variant)
+
+
+def qmp(path, *commands):
+    """Send QMP commands to a QEMU monitor socket; return the replies."""
+    import socket as so
+    import time
+    s = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+    for _ in range(50):
+        try:
+            s.connect(path)
+            break
+        except OSError:
+            time.sleep(0.1)
+    s.settimeout(10)
+    f = s.makefile("rw")
+    json.loads(f.readline())  # greeting
+    replies = []
+    for c in ({"execute": "qmp_capabilities"},) + commands:
+        f.write(json.dumps(c) + "\n")
+        f.flush()
+        while True:
+            m = json.loads(f.readline())
+            if "return" in m or "error" in m:
+                replies.append(m)
+                break
+    s.close()
+    return replies
+
+
+def test_link_down_ends_the_run(t):
+    """Link down mid-run (QMP set_link off): the driver reads the config
+    status (VIRTIO_NET_S_LINK_UP) at least every 10 ms of polling and ends
+    the run with an ERROR naming it, status 1, in bounded time."""
+    import tempfile
+    import time
+    sock = os.path.join(tempfile.mkdtemp(prefix="vnetlab-qmp-"), "qmp.sock")
+    t.cleanups.append(lambda: os.path.exists(sock) and os.unlink(sock))
+    g = t.start(append="app=echo echo.seconds=60 backend=user", net="none", timeout=90,
+                extra=["-netdev", "user,id=n1", "-device",
+                       "virtio-net-pci,netdev=n1,disable-legacy=on,romfile=",
+                       "-qmp", f"unix:{sock},server=on,wait=off"])
+    g.wait_line(r"^net ip=", timeout=60)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    rep = qmp(sock, {"execute": "set_link", "arguments": {"name": "n1", "up": False}})
+    if "error" in rep[-1]:
+        raise Fail(f"QMP set_link failed: {rep}")
+    g.wait()
+    took = time.monotonic() - t0
+    g.expect(r'^ERROR \{"where":"virtio-net","msg":"link down: device config status 0x0000')
+    g.expect(r'^LINK \{"state":"down"')
+    g.expect_status(1)
+    if took > 5:
+        raise Fail(f"the run ended {took:.1f} s after the link went down (expected well under 5 s)")
+    print(f"    link down -> ERROR and exit in {took * 1000:.0f} ms (wall, incl. QMP and QEMU exit)")
