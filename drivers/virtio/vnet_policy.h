@@ -56,8 +56,8 @@
  *   v3    v2 with the avail index published right after the add (before the
  *         frees), the kick decision still after them: "don't delay avail
  *         index update". So v3 needs AVAIL_PUBLISH=eager.
- * Every variant also takes a full "free" when the ring is full, before
- * returning back-pressure. Our "stop the queue" is that back-pressure: a
+ * Every variant but poll also takes a full "free" when the ring is full,
+ * before returning back-pressure. Our "stop the queue" is that back-pressure: a
  * frame is refused only when its own chain does not fit (the driver knows
  * each frame's exact need), so no entries are wasted.
  *

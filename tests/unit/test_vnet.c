@@ -152,6 +152,26 @@ static void test_bringup(void)
 	CHECK(strstr(vnet_variant(), "reclaim=") != NULL, "variant string");
 }
 
+/* 5.1.6.3.1: without MRG_RXBUF every RX buffer must hold a whole frame of
+ * the MTU the driver uses; a device offering a larger MTU must not make
+ * the driver use it with 2 KiB buffers. */
+static void test_device_mtu_larger_than_buffers(void)
+{
+	char err[256] = "";
+
+	dev_config(SIM_FEATURES, SIM_SYNC);
+	sim.cfg[VIRTIO_NET_CFG_MTU] = 9000 & 0xff;
+	sim.cfg[VIRTIO_NET_CFG_MTU + 1] = 9000 >> 8;
+	vn = vnet_open(err, sizeof(err));
+	CHECK(vn != NULL, "opens with a 9000-byte device MTU");
+	if (!vn)
+		return;
+	printf("     device MTU 9000 -> driver MTU %u\n", vnet_mtu(vn));
+	if (!(vnet_features(vn) & VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF)))
+		CHECK(vnet_mtu(vn) + 18u + VNET_HDR_LEN <= VNET_RX_BUF_SIZE - VNET_RX_HDR_OFF,
+		      "MTU frames fit one RX buffer");
+}
+
 static void expect_open_failure(const char *step, const char *what)
 {
 	char err[256] = "";
@@ -1170,6 +1190,7 @@ int main(void)
 	printf("test_vnet variant=%s\n", vnet_variant());
 	RUN(test_bringup);
 	RUN(test_bringup_failures);
+	RUN(test_device_mtu_larger_than_buffers);
 	RUN(test_burst_kicks_sync_device);
 	RUN(test_burst_kicks_sleepy_device);
 	RUN(test_avail_publish);
