@@ -5,9 +5,10 @@
 # COMMON_OBJS and PVH_OBJS are defined.
 #
 #   make TX_RECLAIM=after TX_KICK=burst ...   the whole appliance in one variant
-#     TX_RECLAIM=before|after|v1|v2|lazy|poll   TX_KICK=every|burst|deferred|timer
+#     TX_RECLAIM=base|v0|v1|v2|v3|after|lazy|poll (before = base)
+#     TX_KICK=every|burst|deferred|timer
 #     EVENT_IDX=0|1   AVAIL_PUBLISH=eager|batched   TXHDR=inline|chain   ZEROCOPY=0|1
-#     RECLAIM_K=N  LAZY_THRESH=N  KICK_BURST_MAX=N  KICK_TIMER_US=N  QUEUE_MAX=N
+#     RECLAIM_K=N  LAZY_THRESH=N  TX_IDLE_RECLAIM_US=N  RX_BUDGET=N  KICK_BURST_MAX=N  KICK_TIMER_US=N  QUEUE_MAX=N
 #     OFFLOAD=lro|tso|csum|none  MRG_RXBUF=0|1  NOTIFICATION_DATA=0|1
 #     (unset variables keep the header's defaults; changing them rebuilds
 #     the driver objects, see VARIANT_STAMP)
@@ -17,15 +18,20 @@
 #   make unit       host unit tests (tests/unit/unit.mk)
 #
 # A variant's name spells its choices in that order, plus optional extras:
-#   before-every-ei1-eager-inline-zc1[-off_none|-off_csum|-off_tso][-mrg][-nd]
+#   base-every-ei1-eager-inline-zc1[-off_none|-off_csum|-off_tso][-mrg][-nd]
 # (no -off_ word: the default, offload=tso+lro)
 
-VARIANT_RECLAIMS := before after v1 v2 lazy poll
+# The 2011 thread's variants first (vnet_policy.h quotes their definition),
+# then this project's extra policies.
+VARIANT_RECLAIMS := base v0 v1 v2 v3 after lazy poll
 VARIANT_KICKS    := every burst deferred timer
-VARIANT_UC_before := BEFORE
-VARIANT_UC_after := AFTER
+VARIANT_UC_base := BASE
+VARIANT_UC_before := BASE
+VARIANT_UC_v0 := V0
 VARIANT_UC_v1 := V1
 VARIANT_UC_v2 := V2
+VARIANT_UC_v3 := V3
+VARIANT_UC_after := AFTER
 VARIANT_UC_lazy := LAZY
 VARIANT_UC_poll := POLL
 VARIANT_UC_every := EVERY
@@ -44,7 +50,7 @@ variant_01 = $(if $(filter 0 1,$(2)),$(2),$(error $(1)=$(2): expected 0 or 1))
 # ---- one variant of the whole appliance, from command-line variables ----
 VARIANT_CFLAGS :=
 ifdef TX_RECLAIM
-VARIANT_CFLAGS += -DVNET_TX_RECLAIM=VNET_RECLAIM_$(VARIANT_UC_$(call variant_pick,TX_RECLAIM,$(TX_RECLAIM),$(VARIANT_RECLAIMS)))
+VARIANT_CFLAGS += -DVNET_TX_RECLAIM=VNET_RECLAIM_$(VARIANT_UC_$(call variant_pick,TX_RECLAIM,$(TX_RECLAIM),$(VARIANT_RECLAIMS) before))
 endif
 ifdef TX_KICK
 VARIANT_CFLAGS += -DVNET_TX_KICK=VNET_KICK_$(VARIANT_UC_$(call variant_pick,TX_KICK,$(TX_KICK),$(VARIANT_KICKS)))
@@ -73,6 +79,8 @@ endif
 # Numbers: range-checked by vnet_policy.h's #errors.
 VARIANT_CFLAGS += $(if $(RECLAIM_K),-DVNET_RECLAIM_K=$(RECLAIM_K)) \
 	$(if $(LAZY_THRESH),-DVNET_LAZY_THRESH=$(LAZY_THRESH)) \
+	$(if $(TX_IDLE_RECLAIM_US),-DVNET_TX_IDLE_RECLAIM_US=$(TX_IDLE_RECLAIM_US)) \
+	$(if $(RX_BUDGET),-DVNET_RX_BUDGET=$(RX_BUDGET)) \
 	$(if $(KICK_BURST_MAX),-DVNET_KICK_BURST_MAX=$(KICK_BURST_MAX)) \
 	$(if $(KICK_TIMER_US),-DVNET_KICK_TIMER_US=$(KICK_TIMER_US)) \
 	$(if $(QUEUE_MAX),-DVIRTQ_MAX_SIZE=$(QUEUE_MAX))
@@ -103,22 +111,26 @@ variant_flags = -DVNET_TX_RECLAIM=VNET_RECLAIM_$(VARIANT_UC_$(call variant_word,
 VARIANT_CROSS := $(foreach r,$(VARIANT_RECLAIMS),$(foreach k,$(VARIANT_KICKS),$(foreach e,0 1,\
 	$(foreach a,eager batched,$(foreach h,inline chain,$(foreach z,0 1,\
 	$(r)-$(k)-ei$(e)-$(a)-$(h)-zc$(z)))))))
-# kick=every with avail=batched is rejected by vnet_policy.h (#error).
-VARIANT_LEGAL := $(foreach v,$(VARIANT_CROSS),$(if $(and $(findstring -every-,$(v)),$(findstring -batched-,$(v))),,$(v))) \
-	$(foreach o,none csum tso,$(foreach k,$(VARIANT_KICKS),before-$(k)-ei1-eager-inline-zc1-off_$(o))) \
-	before-every-ei1-eager-inline-zc1-off_csum-mrg-nd poll-burst-ei0-batched-chain-zc0-off_none-mrg-nd
+# kick=every with avail=batched, and v3 with avail=batched, are rejected by
+# vnet_policy.h (#error).
+variant_illegal = $(or $(and $(findstring -every-,$(1)),$(findstring -batched-,$(1))),\
+	$(and $(filter v3-%,$(1)),$(findstring -batched-,$(1))))
+VARIANT_LEGAL := $(foreach v,$(VARIANT_CROSS),$(if $(call variant_illegal,$(v)),,$(v))) \
+	$(foreach o,none csum tso,$(foreach k,$(VARIANT_KICKS),base-$(k)-ei1-eager-inline-zc1-off_$(o))) \
+	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd poll-burst-ei0-batched-chain-zc0-off_none-mrg-nd
 # Linked and booted (tests/cases/test_driver.py): each TX_RECLAIM, each
 # TX_KICK, EVENT_IDX both ways, and both values of the other three.
-VARIANT_LINKED := before-every-ei1-eager-inline-zc1 after-burst-ei0-batched-chain-zc1 \
+VARIANT_LINKED := base-every-ei1-eager-inline-zc1 after-burst-ei0-batched-chain-zc1 \
 	v1-deferred-ei1-batched-inline-zc0 v2-every-ei0-eager-chain-zc0 \
-	lazy-timer-ei1-eager-inline-zc1 poll-deferred-ei0-eager-inline-zc1
+	lazy-timer-ei1-eager-inline-zc1 poll-deferred-ei0-eager-inline-zc1 \
+	v0-burst-ei1-eager-inline-zc1 v3-every-ei1-eager-chain-zc1
 # Linked for the offload integrity tests (tests/cases/test_offload.py):
 # every OFFLOAD level x every TX_KICK (the default level: the names above
 # without an -off_ word, plus these).
 VARIANT_OFFLOAD_LINKED := $(foreach o,none csum tso,$(foreach k,$(VARIANT_KICKS),\
-	before-$(k)-ei1-eager-inline-zc1-off_$(o))) \
-	before-burst-ei1-eager-inline-zc1 before-deferred-ei1-eager-inline-zc1 \
-	before-timer-ei1-eager-inline-zc1
+	base-$(k)-ei1-eager-inline-zc1-off_$(o))) \
+	base-burst-ei1-eager-inline-zc1 base-deferred-ei1-eager-inline-zc1 \
+	base-timer-ei1-eager-inline-zc1
 VARIANT_LINKED += $(VARIANT_OFFLOAD_LINKED)
 
 VARIANT_DIR := $(O)/v

@@ -6,6 +6,7 @@
  * (0.9.5, I/O port) devices are refused. No interrupts: we poll.
  */
 #include <stdio.h>
+#include <string.h>
 #include "kernel/arch.h"
 #include "kernel/kernel.h"
 #include "drivers/virtio/virtio_pci.h"
@@ -225,22 +226,44 @@ uint16_t virtio_pci_num_queues(struct virtio_pci *vp)
 	return mmio_read16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_NUMQ));
 }
 
+/* One device-configuration field of len bytes. 4.1.3.1: "the driver MUST
+ * use 8-bit wide accesses for 8-bit wide fields, 16-bit wide and aligned
+ * accesses for 16-bit wide fields and 32-bit wide and aligned accesses for
+ * 32-bit and 64-bit wide fields". So len 2, 4 and 8 at a naturally aligned
+ * offset are one 16-bit, 32-bit or two 32-bit fields; anything else is an
+ * array of bytes (e.g. the MAC). */
+static void virtio_pci_cfg_field(const struct virtio_pci *vp, uint32_t off, uint8_t *out,
+                                 uint32_t len)
+{
+	uintptr_t a = vp->device_cfg + off;
+
+	if (len == 2 && off % 2 == 0) {
+		uint16_t v = mmio_read16(a);
+		memcpy(out, &v, 2);
+	} else if ((len == 4 || len == 8) && off % 4 == 0) {
+		for (uint32_t i = 0; i < len; i += 4) {
+			uint32_t v = mmio_read32(a + i);
+			memcpy(out + i, &v, 4);
+		}
+	} else {
+		for (uint32_t i = 0; i < len; i++)
+			out[i] = mmio_read8(a + i);
+	}
+}
+
 /* 2.5.1 / 4.1.4.3.1: a multi-field read is consistent only if
  * config_generation did not change across it; retry a bounded number of
- * times. Byte reads: the fields we read are small. */
+ * times. Little-endian device fields land in host order (x86). */
 int virtio_pci_cfg_read(struct virtio_pci *vp, uint32_t off, void *buf, uint32_t len)
 {
-	uint8_t *out = buf;
 	int tries;
 
 	if ((uint64_t)off + len > vp->device_cfg_len)
 		return -1;
 	for (tries = 0; tries < VIRTIO_PCI_CFG_RETRIES; tries++) {
 		uint8_t gen = mmio_read8(virtio_pci_common(vp, VIRTIO_PCI_COMMON_CFGGENERATION));
-		uint32_t i;
 
-		for (i = 0; i < len; i++)
-			out[i] = mmio_read8(vp->device_cfg + off + i);
+		virtio_pci_cfg_field(vp, off, buf, len);
 		if (gen == mmio_read8(virtio_pci_common(vp, VIRTIO_PCI_COMMON_CFGGENERATION)))
 			return 0;
 	}

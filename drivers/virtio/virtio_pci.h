@@ -40,6 +40,7 @@ void virtio_pci_add_status(struct virtio_pci *vp, uint8_t bits);
 uint64_t virtio_pci_device_features(struct virtio_pci *vp);
 void virtio_pci_set_features(struct virtio_pci *vp, uint64_t features);
 uint16_t virtio_pci_num_queues(struct virtio_pci *vp);
+/* One field (len 2/4/8: a 16/32/64-bit field, read at its width; else bytes). */
 int virtio_pci_cfg_read(struct virtio_pci *vp, uint32_t off, void *buf, uint32_t len);
 int virtio_pci_queue_setup(struct virtio_pci *vp, struct virtq *vq, uint16_t qidx, bool event_idx,
                            char *err, size_t errlen);

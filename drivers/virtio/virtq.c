@@ -117,6 +117,7 @@ int virtq_add(struct virtq *vq, const struct virtq_buf *bufs, unsigned n, void *
 	vq->chain_len[head] = (uint16_t)n;
 	vq->chain_tail[head] = last;
 	vq->write_len[head] = wlen;
+	vq->avail_pos[head] = vq->avail_idx;
 	vq->token[head] = token;
 
 	vq->avail->ring[vq->avail_idx & vq->mask] = head;
@@ -189,6 +190,7 @@ const char *virtq_fault_name(enum virtq_fault f)
 	    [VIRTQ_FAULT_NOT_IN_FLIGHT] = "used_id_not_in_flight",
 	    [VIRTQ_FAULT_LEN] = "used_len_beyond_buffer",
 	    [VIRTQ_FAULT_IDX_JUMP] = "used_idx_jump",
+	    [VIRTQ_FAULT_NOT_PUBLISHED] = "used_id_not_published",
 	};
 	return (unsigned)f < VIRTQ_FAULT_KINDS ? names[f] : "unknown";
 }
@@ -234,9 +236,10 @@ int virtq_get_used(struct virtq *vq, void **token, uint32_t *len)
 	pending = (uint16_t)(used_idx - vq->last_used);
 	if (pending == 0)
 		return 0;
-	/* The device cannot complete more chains than we have in flight; a
-	 * larger step (or a step backwards, which looks huge) is corruption. */
-	if (pending > vq->chains)
+	/* The device cannot complete more chains than we have published and
+	 * not yet taken back; a larger step (or a step backwards, which looks
+	 * huge) is corruption. */
+	if (pending > virtq_chains_published(vq))
 		return virtq_fault(vq, VIRTQ_FAULT_IDX_JUMP, used_idx, 0, 0);
 	/* Barrier C (pairs with the device's write barrier between filling
 	 * used ring entries and storing used->idx): read the entry only after
@@ -250,8 +253,19 @@ int virtq_get_used(struct virtq *vq, void **token, uint32_t *len)
 	id16 = (uint16_t)id;
 	if (vq->chain_len[id16] == 0)
 		return virtq_fault(vq, VIRTQ_FAULT_NOT_IN_FLIGHT, used_idx, id, l);
-	if (l > vq->write_len[id16])
+	/* 2.7.13: a chain exists for the device only once avail->idx covers
+	 * it; one it completes earlier was read ahead of the index. */
+	if ((uint16_t)(vq->avail_pos[id16] - vq->avail_pub) <
+	    (uint16_t)(vq->avail_idx - vq->avail_pub))
+		return virtq_fault(vq, VIRTQ_FAULT_NOT_PUBLISHED, used_idx, id, l);
+	if (vq->write_len[id16] == 0 && l) {
+		/* Nothing writable (a TX chain), yet a length: devices set it
+		 * loosely (Linux virtio_net ignores it). Count, don't fail. */
+		vq->stats.len_readonly++;
+		l = 0;
+	} else if (l > vq->write_len[id16]) {
 		return virtq_fault(vq, VIRTQ_FAULT_LEN, used_idx, id, l);
+	}
 
 	vq->last_used++;
 	vq->next[vq->chain_tail[id16]] = vq->free_head;

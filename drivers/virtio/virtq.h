@@ -25,7 +25,8 @@ enum virtq_fault {
 	VIRTQ_FAULT_ID_RANGE,      /* used id >= queue size */
 	VIRTQ_FAULT_NOT_IN_FLIGHT, /* used id is not the head of a chain we posted */
 	VIRTQ_FAULT_LEN,           /* used len > device-writable bytes posted */
-	VIRTQ_FAULT_IDX_JUMP,      /* used idx advanced past what is in flight */
+	VIRTQ_FAULT_IDX_JUMP,      /* used idx advanced past what is published and in flight */
+	VIRTQ_FAULT_NOT_PUBLISHED, /* used id heads a chain added but not yet published */
 	VIRTQ_FAULT_KINDS
 };
 
@@ -39,6 +40,7 @@ struct virtq_stats {
 	uint64_t kicks;            /* virtq_notify() calls */
 	uint64_t kicks_suppressed; /* virtq_kick_prepare() said no */
 	uint64_t faults[VIRTQ_FAULT_KINDS];
+	uint64_t len_readonly; /* used len > 0 on a chain with nothing writable: ignored */
 };
 
 /* Notify the device that queue qidx has new buffers up to avail_idx (the
@@ -73,6 +75,7 @@ struct virtq {
 	uint16_t chain_len[VIRTQ_MAX_SIZE];  /* 0 = not a head in flight */
 	uint16_t chain_tail[VIRTQ_MAX_SIZE]; /* last descriptor of the chain */
 	uint32_t write_len[VIRTQ_MAX_SIZE];  /* device-writable bytes posted */
+	uint16_t avail_pos[VIRTQ_MAX_SIZE];  /* avail ring index it was added at */
 	void *token[VIRTQ_MAX_SIZE];
 
 	virtq_notify_fn notify;
@@ -99,6 +102,17 @@ static inline uint16_t virtq_num_free(const struct virtq *vq)
 static inline uint16_t virtq_chains_in_flight(const struct virtq *vq)
 {
 	return vq->chains;
+}
+/* Chains the device may complete: in flight and published. */
+static inline uint16_t virtq_chains_published(const struct virtq *vq)
+{
+	return (uint16_t)(vq->chains - (uint16_t)(vq->avail_idx - vq->avail_pub));
+}
+/* The device has completed chains we have not taken back (reads shared
+ * memory: used->idx). */
+static inline bool virtq_used_pending(const struct virtq *vq)
+{
+	return __atomic_load_n(&vq->used->idx, __ATOMIC_RELAXED) != vq->last_used;
 }
 /* Added with virtq_add() but not yet made visible with virtq_publish(). */
 static inline bool virtq_unpublished(const struct virtq *vq)

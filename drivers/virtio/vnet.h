@@ -19,7 +19,7 @@
  *
  *	for (;;) {
  *		if (vnet_poll(vn) < 0) fail;        // deferred kick, poll reclaim, refill
- *		while (vnet_rx(vn, &f) > 0) input(f);   // each f released later
+ *		while (vnet_rx(vn, &f) > 0) input(f);   // at most VNET_RX_BUDGET; released later
  *		... timers, application, vnet_tx()s, then vnet_tx_end_burst(vn) ...
  *	}
  *
@@ -111,10 +111,12 @@ struct vnet_counters {
 	uint64_t reclaim_calls;    /* TX: calls of the one reclaim routine */
 	uint64_t reclaimed;        /* TX: descriptor chains (frames) taken back */
 	uint64_t reclaim_hist[VNET_COUNTER_BUCKETS];
-	uint64_t ring_full;     /* TX: vnet_tx() returned VNET_EAGAIN */
-	uint64_t refills;       /* RX: refill batches */
-	uint64_t refilled;      /* RX: buffers re-posted */
-	uint64_t drops;         /* RX: frames dropped by the driver (malformed) */
+	uint64_t idle_reclaim_calls; /* TX: liveness reclaims (TX idle, completions waiting) */
+	uint64_t idle_reclaimed;     /* TX: frames they took back */
+	uint64_t ring_full;          /* TX: vnet_tx() returned VNET_EAGAIN */
+	uint64_t refills;            /* RX: refill batches */
+	uint64_t refilled;           /* RX: buffers re-posted */
+	uint64_t drops;              /* RX: frames dropped by the driver (malformed) */
 	uint64_t csum;          /* TX: frames sent NEEDS_CSUM; RX: frames the device vouched for */
 	uint64_t gso;           /* TX: TSO frames; RX: large-receive frames */
 	uint64_t bufs;          /* RX: buffers consumed (> frames when merged) */
@@ -163,7 +165,8 @@ void vnet_tx_end_burst(struct vnet *vn);
 
 /* vnet_rx.c: receive */
 /* 1 = a frame in *out (every out->buf[i].handle to be released), 0 = none
- * yet, -VNET_EDEVICE. */
+ * yet (or this pass's VNET_RX_BUDGET frames were handed up: vnet_poll()
+ * starts the next pass), -VNET_EDEVICE. */
 int vnet_rx(struct vnet *vn, struct vnet_rx *out);
 void vnet_rx_release(struct vnet *vn, void *handle);
 void vnet_rx_release_frame(struct vnet *vn, const struct vnet_rx *f); /* every buffer */

@@ -11,6 +11,11 @@
 #include "drivers/virtio/virtio_pci.h"
 #include "drivers/virtio/virtq.h"
 
+/* Host unit tests only: record the TX steps (vnet_trace()). */
+#ifndef VNET_TRACE
+#define VNET_TRACE 0
+#endif
+
 #define VNET_RXQ 0 /* 5.1.2: receiveq1 */
 #define VNET_TXQ 1 /* transmitq1 */
 
@@ -71,12 +76,31 @@ struct vnet {
 	bool tx_holding;        /* kick=timer: a kick is being held ... */
 	uint64_t tx_hold_since; /* ... since this clock_ns() */
 	uint16_t lazy_thresh;
+	uint32_t tx_activity;      /* vnet_tx() calls (liveness: is TX busy?) */
+	uint32_t tx_activity_seen; /* ... as of tx_idle_since */
+	uint64_t tx_idle_since;    /* clock_ns() when TX was last seen busy */
 
 	struct vnet_counters rx, tx; /* kicks and device_errors come from the rings */
 	uint32_t poll_passes;
+	uint64_t status_checked; /* clock_ns() of the last status/link check */
+	uint16_t rx_quota;       /* frames vnet_rx() may still hand up this pass */
 	bool failed;
 	char error[192];
+
+	/* Unit tests (VNET_TRACE=1): the TX steps in order, one letter each:
+	 * F reclaim all, f reclaim at most K, I idle reclaim, A add,
+	 * P publish, K kick decision. */
+	char trace[VNET_TRACE ? 128 : 1];
+	unsigned trace_len;
 };
+
+static inline void vnet_trace(struct vnet *vn, char ev)
+{
+	if (VNET_TRACE && vn->trace_len + 1 < sizeof(vn->trace)) {
+		vn->trace[vn->trace_len++] = ev;
+		vn->trace[vn->trace_len] = 0;
+	}
+}
 
 /* vnet.c */
 void vnet_fail(struct vnet *vn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -158,6 +158,8 @@ int vnet_rx(struct vnet *vn, struct vnet_rx *out)
 
 	if (vn->failed)
 		return -VNET_EDEVICE;
+	if (!vn->rx_quota)
+		return 0; /* this pass's budget is spent (VNET_RX_BUDGET) */
 	/* Each pass consumes at least one used entry: bounded by the ring. */
 	for (budget = vn->rxq.size; budget; budget--) {
 		const struct virtio_net_hdr *h;
@@ -206,6 +208,7 @@ int vnet_rx(struct vnet *vn, struct vnet_rx *out)
 			vnet_rx_release_frame(vn, out);
 			continue;
 		}
+		vn->rx_quota--;
 		vn->rx.frames++;
 		vn->rx.bytes += total;
 		vn->rx.csum += (out->flags & VNET_RX_F_CSUM_VALID) != 0;

@@ -50,14 +50,15 @@ static unsigned vnet_hist_bucket(unsigned n)
 /*
  * The one TX reclaim routine (Linux free_old_xmit_skbs()): take back up to
  * max completed frames, return their slots, tell the caller its buffers are
- * free. Every policy calls this and nothing else to reclaim.
+ * free. Every policy calls this and nothing else to reclaim; `idle` says
+ * the liveness path called it (counted apart, see vnet_tx_poll()).
  */
-unsigned vnet_tx_reclaim(struct vnet *vn, unsigned max)
+static unsigned vnet_tx_take(struct vnet *vn, unsigned max, bool idle)
 {
 	unsigned n = 0;
 
 	prof_enter(PROF_RECLAIM);
-	vn->tx.reclaim_calls++;
+	vnet_trace(vn, idle ? 'I' : max == VNET_RECLAIM_ALL ? 'F' : 'f');
 	while (n < max) {
 		struct vnet_tx_slot *s;
 		void *token;
@@ -78,17 +79,38 @@ unsigned vnet_tx_reclaim(struct vnet *vn, unsigned max)
 		vn->tx_slot_free = vnet_tx_slot_index(vn, s);
 		n++;
 	}
-	vn->tx.reclaimed += n;
-	vn->tx.reclaim_hist[vnet_hist_bucket(n)]++;
+	if (idle) {
+		vn->tx.idle_reclaim_calls++;
+		vn->tx.idle_reclaimed += n;
+	} else {
+		vn->tx.reclaim_calls++;
+		vn->tx.reclaimed += n;
+		vn->tx.reclaim_hist[vnet_hist_bucket(n)]++;
+	}
 	prof_exit();
 	return n;
+}
+
+unsigned vnet_tx_reclaim(struct vnet *vn, unsigned max)
+{
+	return vnet_tx_take(vn, max, false);
+}
+
+/* Make what was added visible to the device. */
+static void vnet_tx_publish(struct vnet *vn)
+{
+	if (!virtq_unpublished(&vn->txq))
+		return;
+	vnet_trace(vn, 'P');
+	virtq_publish(&vn->txq);
 }
 
 /* Publish what was added, decide, notify if the device asked for it. The
  * one place a TX kick happens. */
 void vnet_tx_kick(struct vnet *vn)
 {
-	virtq_publish(&vn->txq);
+	vnet_tx_publish(vn);
+	vnet_trace(vn, 'K');
 	if (virtq_kick_prepare(&vn->txq)) {
 		prof_enter(PROF_KICK);
 		virtq_notify(&vn->txq);
@@ -161,6 +183,36 @@ static unsigned vnet_tx_ndesc(unsigned nseg)
 	return VNET_TXHDR_INLINE ? nseg : nseg + 1;
 }
 
+/* A worst-case frame (Linux 2+MAX_SKB_FRAGS): below this many free
+ * descriptors the 2011 variants take their final "free". */
+#define VNET_TX_WORST_DESC vnet_tx_ndesc(VNET_TX_MAX_SEGS)
+
+static bool vnet_tx_low(const struct vnet *vn)
+{
+	return virtq_num_free(&vn->txq) < VNET_TX_WORST_DESC;
+}
+
+/* The rest of "xmit" once the chain is added: publication and the TX_KICK
+ * decision. */
+static void vnet_tx_xmit_end(struct vnet *vn)
+{
+	if (!VNET_AVAIL_BATCHED)
+		vnet_tx_publish(vn);
+	vn->tx_since_kick++;
+	if (VNET_IS_KICK_EVERY)
+		vnet_tx_kick(vn);
+	if (VNET_IS_KICK_BURST && vn->tx_since_kick >= VNET_KICK_BURST_MAX)
+		vnet_tx_kick(vn);
+	if (VNET_IS_KICK_TIMER) {
+		if (!vn->tx_holding) {
+			vn->tx_holding = true;
+			vn->tx_hold_since = clock_ns();
+		} else if (vnet_tx_hold_expired(vn)) {
+			vnet_tx_kick(vn);
+		}
+	}
+}
+
 static bool vnet_tx_room(const struct vnet *vn, unsigned ndesc)
 {
 	return virtq_num_free(&vn->txq) >= ndesc && vn->tx_slot_free < vn->txq.size;
@@ -216,16 +268,17 @@ int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg, const s
 	    vnet_tx_hdr(vn, o, total, &hdr) < 0)
 		return -VNET_EINVAL;
 
-	/* Reclaim before queuing: before, v2 (bounded), lazy (below threshold). */
-	if (VNET_IS_RECLAIM_BEFORE)
+	vn->tx_activity++;
+	/* Before queuing (vnet_policy.h has the steps of each variant):
+	 * base, v0, v2, v3 "free"; lazy below its threshold. */
+	if (VNET_IS_RECLAIM_BASE_V0 || VNET_IS_RECLAIM_V2_V3)
 		vnet_tx_reclaim(vn, VNET_RECLAIM_ALL);
-	if (VNET_IS_RECLAIM_V2)
-		vnet_tx_reclaim(vn, VNET_RECLAIM_K);
 	if (VNET_IS_RECLAIM_LAZY && virtq_num_free(&vn->txq) < vn->lazy_thresh)
 		vnet_tx_reclaim(vn, VNET_RECLAIM_ALL);
-	/* Space ran out: the other orders do a full reclaim now (poll never
-	 * reclaims on this path; before just did). */
-	if (!vnet_tx_room(vn, ndesc) && !VNET_IS_RECLAIM_POLL && !VNET_IS_RECLAIM_BEFORE)
+	/* The ring is full: the others "free" now (v1's "xmit, free, xmit");
+	 * poll never reclaims on this path, and those above just did. */
+	if (!vnet_tx_room(vn, ndesc) && !VNET_IS_RECLAIM_POLL && !VNET_IS_RECLAIM_BASE_V0 &&
+	    !VNET_IS_RECLAIM_V2_V3)
 		vnet_tx_reclaim(vn, VNET_RECLAIM_ALL);
 	if (vn->failed)
 		return -VNET_EDEVICE;
@@ -242,6 +295,7 @@ int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg, const s
 	rc = virtq_add(&vn->txq, bufs, n, &vn->tx_slot[slot]);
 	if (rc < 0) /* room was checked: only a dead ring or a bad segment gets here */
 		return rc == -VIRTQ_EDEVICE ? -VNET_EDEVICE : -VNET_EINVAL;
+	vnet_trace(vn, 'A');
 	vn->tx_slot_free = vn->tx_slot[slot].next_free;
 	vn->tx_slot[slot].cookie = cookie;
 	vn->tx.frames++;
@@ -251,28 +305,26 @@ int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg, const s
 	if (!VNET_ZEROCOPY && vn->tx_done)
 		vn->tx_done(vn->tx_done_arg, cookie); /* copied: caller's memory is free */
 
-	/* Publication and kick decision. */
-	if (!VNET_AVAIL_BATCHED)
-		virtq_publish(&vn->txq);
-	vn->tx_since_kick++;
-	if (VNET_IS_KICK_EVERY)
-		vnet_tx_kick(vn);
-	if (VNET_IS_KICK_BURST && vn->tx_since_kick >= VNET_KICK_BURST_MAX)
-		vnet_tx_kick(vn);
-	if (VNET_IS_KICK_TIMER) {
-		if (!vn->tx_holding) {
-			vn->tx_holding = true;
-			vn->tx_hold_since = clock_ns();
-		} else if (vnet_tx_hold_expired(vn)) {
-			vnet_tx_kick(vn);
-		}
-	}
+	/* v3: "don't delay avail index update" (avail=eager is enforced). */
+	if (VNET_IS_RECLAIM_V3)
+		vnet_tx_publish(vn);
+	/* The rest of "xmit" now, except in v2/v3, which free first. */
+	if (!VNET_IS_RECLAIM_V2_V3)
+		vnet_tx_xmit_end(vn);
 
-	/* Reclaim after transmitting: after, v1 (bounded). */
+	/* After queuing: after "free"; v1, v2, v3 "2*free"; then base, v0,
+	 * v1, v2, v3 "free" if the ring runs low and completions are waiting
+	 * (Linux: stop the queue, re-enable callbacks, "More just got used,
+	 * free them then recheck"). */
 	if (VNET_IS_RECLAIM_AFTER)
 		vnet_tx_reclaim(vn, VNET_RECLAIM_ALL);
-	if (VNET_IS_RECLAIM_V1)
+	if (VNET_IS_RECLAIM_V1 || VNET_IS_RECLAIM_V2_V3)
 		vnet_tx_reclaim(vn, VNET_RECLAIM_K);
+	if ((VNET_IS_RECLAIM_BASE_V0 || VNET_IS_RECLAIM_V1 || VNET_IS_RECLAIM_V2_V3) &&
+	    vnet_tx_low(vn) && virtq_used_pending(&vn->txq))
+		vnet_tx_reclaim(vn, VNET_RECLAIM_ALL);
+	if (VNET_IS_RECLAIM_V2_V3)
+		vnet_tx_xmit_end(vn);
 	return vn->failed ? -VNET_EDEVICE : 0;
 }
 
@@ -281,9 +333,40 @@ void vnet_tx_end_burst(struct vnet *vn)
 	if (vn->failed)
 		return;
 	if (VNET_AVAIL_BATCHED)
-		virtq_publish(&vn->txq);
+		vnet_tx_publish(vn);
 	if (VNET_IS_KICK_BURST && vnet_tx_kick_pending(vn))
 		vnet_tx_kick(vn);
+}
+
+/*
+ * Liveness, every policy: a frame the device has completed must not stay
+ * unreclaimed for ever just because nothing else is sent. In zero-copy
+ * builds its pbuf stays referenced until reclaim, and lwIP refuses to
+ * retransmit a segment whose pbuf is referenced, so a lost last segment
+ * would never be sent again (Linux, 2008: "it is not allowed for your TX
+ * mitigation scheme to let TX packets hang out in the TX ring unreclaimed
+ * forever"). Once the TX path has been idle for VNET_TX_IDLE_RECLAIM_US
+ * with completions waiting, reclaim them, counted apart from the policy's
+ * own reclaims. A busy TX path (vnet_tx() called since the last look)
+ * never triggers it, so the policy under test is not changed.
+ */
+static void vnet_tx_idle_reclaim(struct vnet *vn)
+{
+	uint64_t now;
+
+	if (VNET_IS_RECLAIM_POLL || !virtq_chains_in_flight(&vn->txq))
+		return;
+	now = clock_ns();
+	if (vn->tx_activity != vn->tx_activity_seen) {
+		vn->tx_activity_seen = vn->tx_activity;
+		vn->tx_idle_since = now;
+		return;
+	}
+	if (now - vn->tx_idle_since < VNET_TX_IDLE_RECLAIM_US * 1000ull ||
+	    !virtq_used_pending(&vn->txq))
+		return;
+	vnet_tx_take(vn, VNET_RECLAIM_ALL, true);
+	vn->tx_idle_since = now;
 }
 
 /* The TX part of one main-loop pass. Every policy but the labelled timer
@@ -299,6 +382,7 @@ void vnet_tx_poll(struct vnet *vn)
 	}
 	if (VNET_IS_RECLAIM_POLL)
 		vnet_tx_reclaim(vn, VNET_RECLAIM_ALL);
+	vnet_tx_idle_reclaim(vn);
 }
 
 /* Nothing may stay unkicked while the appliance waits (the 2008 lesson),
@@ -306,7 +390,7 @@ void vnet_tx_poll(struct vnet *vn)
 void vnet_tx_before_wait(struct vnet *vn)
 {
 	if (VNET_IS_KICK_TIMER)
-		virtq_publish(&vn->txq);
+		vnet_tx_publish(vn);
 	else if (vnet_tx_kick_pending(vn))
 		vnet_tx_kick(vn);
 }

@@ -4,7 +4,7 @@ building each one once into its own directory.
 A variant is a set of make variables (TX_RECLAIM=v2 TX_KICK=burst ...,
 mk/variants.mk turns them into drivers/virtio/vnet_policy.h's macros).
 `default` is the build with no variables; a name in the makefile's scheme
-(before-every-ei1-eager-inline-zc1: reclaim, kick, event index, avail
+(base-every-ei1-eager-inline-zc1: reclaim, kick, event index, avail
 publication, header, zero copy, then optional -csum -mrg -nd) means its
 variables; a matrix file can define more under any name (`variant NAME =
 VARS`). Each is built with
@@ -59,8 +59,8 @@ SCHEME = "RECLAIM-KICK-ei0|1-eager|batched-inline|chain-zc0|1[-csum][-mrg][-nd]"
 
 def from_scheme(name):
     """Make variables of a name in mk/variants.mk's scheme, e.g.
-    before-every-ei1-eager-inline-zc1 (-csum, -mrg, -nd optional), or None."""
-    reclaims = "|".join(_mk_list("VARIANT_RECLAIMS", ("before", "after", "v1", "v2", "lazy", "poll")))
+    base-every-ei1-eager-inline-zc1 (-csum, -mrg, -nd optional), or None."""
+    reclaims = "|".join(_mk_list("VARIANT_RECLAIMS", ("base", "v0", "v1", "v2", "v3", "after", "lazy", "poll")))
     kicks = "|".join(_mk_list("VARIANT_KICKS", ("every", "burst", "deferred", "timer")))
     m = re.fullmatch(rf"({reclaims})-({kicks})-ei([01])-(eager|batched)-(inline|chain)-zc([01])((?:-csum|-mrg|-nd)*)", name)
     if not m:
@@ -83,7 +83,7 @@ def resolve(name):
 
 
 def known_description():
-    return f"default, or a name in mk/variants.mk's scheme {SCHEME} (e.g. before-every-ei1-eager-inline-zc1)"
+    return f"default, or a name in mk/variants.mk's scheme {SCHEME} (e.g. base-every-ei1-eager-inline-zc1)"
 
 
 def parse_vars(name, text):

@@ -35,7 +35,7 @@ def counters(g):
 def variant_string(name):
     """The variant= string a build named like mk/variants.mk prints."""
     r, k, ei, avail, hdr, zc = name.split("-")[:6]
-    r = {"v1": "v1:2", "v2": "v2:2", "lazy": "lazy:32"}.get(r, r)
+    r = {"before": "base", "v1": "v1:2", "v2": "v2:2", "v3": "v3:2", "lazy": "lazy:32"}.get(r, r)
     k = {"burst": "burst:32", "timer": "timer:150us-LATENCY-PENALTY"}.get(k, k)
     words = name.split("-")[6:]
     off = next((w[4:] for w in words if w.startswith("off_")), "lro")

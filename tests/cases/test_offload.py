@@ -30,7 +30,7 @@ LEVELS = _mk_list("VARIANT_OFFLOADS")  # lro (the default) first
 
 def variant(level, kick="every"):
     """The linked kernel of one OFFLOAD level and TX_KICK policy."""
-    name = f"before-{kick}-ei1-eager-inline-zc1" + ("" if level == "lro" else f"-off_{level}")
+    name = f"base-{kick}-ei1-eager-inline-zc1" + ("" if level == "lro" else f"-off_{level}")
     path = os.path.join(BUILD, "v", name, "vnetlab.elf")
     if not os.path.exists(path):
         raise Fail(f"{path} missing (tests/run.sh links it with `make variants-link`)")

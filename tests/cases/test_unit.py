@@ -31,3 +31,16 @@ def test_every_policy_combination_builds(t):
     if not compiled:
         raise Fail(f"expected 'variants: N driver variants compiled warning-free', saw {out[-5:]}")
     print("    " + compiled[-1])
+
+
+def test_mutants_caught(t):
+    """tests/mutants.py: every deliberate driver bug in its list makes a
+    unit test fail (the list grows with every bug fixed)."""
+    r = subprocess.run(["python3", "tests/mutants.py"], cwd=TOP, capture_output=True, text=True,
+                       timeout=900)
+    out = (r.stdout + r.stderr).strip().splitlines()
+    summary = [l for l in out if l.startswith("mutants: ") and " caught, " in l]
+    if r.returncode or not summary or not summary[-1].endswith(" 0 missed"):
+        bad = [l for l in out if not l.startswith("mutant caught")]
+        raise Fail("expected every mutant caught ('mutants: N caught, 0 missed'):\n" + "\n".join(bad[-40:]))
+    print("    " + summary[-1])

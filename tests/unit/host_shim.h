@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 extern uint64_t shim_now_ns;
+extern uint64_t shim_clock_step; /* added at every clock_ns() (0: time moves only by hand) */
 void *shim_alloc(size_t size, size_t align);
 void shim_reset(void);
 

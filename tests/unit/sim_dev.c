@@ -30,6 +30,7 @@ void sim_reset(uint64_t offered)
 	sim.num_queues = 2;
 	sim.max_qsize = 256;
 	sim.mode = SIM_SYNC;
+	sim.rx_hdr.num_buffers = 1;
 	for (int i = 0; i < 2; i++)
 		sim.q[i].rng = 12345u + (uint32_t)i;
 }
@@ -126,6 +127,21 @@ static bool sim_in_flight(const struct sim_queue *q, uint16_t head)
 	return false;
 }
 
+/* Does chain c write into memory a chain the device already holds writes
+ * into? (One buffer posted twice, e.g. after a double release.) */
+static bool sim_overlaps_pending(const struct sim_queue *q, const struct sim_chain *c)
+{
+	for (unsigned i = 0; i < q->npending; i++)
+		for (unsigned a = 0; a < c->nw; a++)
+			for (unsigned b = 0; b < q->pending[i].nw; b++) {
+				uint64_t x = c->w[a].addr, y = q->pending[i].w[b].addr;
+
+				if (x < y + q->pending[i].w[b].len && y < x + c->w[a].len)
+					return true;
+			}
+	return false;
+}
+
 /* Read up to max new avail entries (device reads avail->idx, then the ring). */
 unsigned sim_consume(struct sim_queue *q, unsigned max)
 {
@@ -150,6 +166,9 @@ unsigned sim_consume(struct sim_queue *q, unsigned max)
 		}
 		if (!sim_walk(q, head, &c, frame, &flen))
 			return n;
+		if (c.nw && sim_overlaps_pending(q, &c))
+			sim_driver_error("q%u: head %u's buffer is already posted (posted twice)",
+			                 q->qidx, head);
 		if (c.readable) {
 			/* A transmitted frame: 12-byte header, then the frame. */
 			if (flen < 12 || flen > SIM_FRAME_MAX) {
@@ -231,6 +250,18 @@ static void sim_complete_at(struct sim_queue *q, unsigned k)
 		sim_put_used(q, c.head, c.written);
 		q->used_idx = (uint16_t)(q->used_idx + q->size + 1);
 		break;
+	case SIM_FAULT_IDX_AHEAD:
+		sim_put_used(q, c.head, c.written);
+		q->ahead = true; /* applied when the index is published */
+		break;
+	case SIM_FAULT_UNPUBLISHED:
+		/* A device reading ahead of avail->idx. */
+		sim_put_used(q, q->avail->ring[sim_published(q) & (q->size - 1)], 0);
+		break;
+	case SIM_FAULT_LEN_READONLY:
+		sim_put_used(q, c.head, c.writable ? c.written : 60);
+		q->was_head[c.head] = true;
+		break;
 	default:
 		sim_put_used(q, c.head, c.written);
 		q->was_head[c.head] = true;
@@ -241,6 +272,14 @@ static void sim_complete_at(struct sim_queue *q, unsigned k)
 
 static void sim_publish_used(struct sim_queue *q, uint16_t old)
 {
+	if (q->ahead) {
+		/* SIM_FAULT_IDX_AHEAD: the index covers everything the driver
+		 * published (completed, held here or not yet read) plus one;
+		 * below the ring size while the ring is not full. */
+		q->used_idx = (uint16_t)(q->used_idx + q->npending +
+		                         (uint16_t)(sim_published(q) - q->last_avail) + 1);
+		q->ahead = false;
+	}
 	if (q->used_idx == old)
 		return;
 	/* Device's write barrier: entries before the index (pairs with the
@@ -266,13 +305,27 @@ unsigned sim_complete(struct sim_queue *q, unsigned max)
 	return n;
 }
 
+/* Complete what sim_run() may (all but the newest `lag`), in bursts. */
+static void sim_complete_scheduled(struct sim_queue *q)
+{
+	while (q->npending > q->lag) {
+		unsigned n = q->npending - q->lag;
+
+		if (q->burst_max && n > q->burst_max)
+			n = q->burst_max;
+		if (q->burst_max)
+			n = 1 + sim_rand(q) % n;
+		sim_complete(q, n);
+	}
+}
+
 /* Done for now: re-enable notifications (QEMU virtio_queue_set_notification). */
 void sim_idle(struct sim_queue *q)
 {
 	q->busy = false;
 	q->kicked_since_idle = false;
 	if (q->event_idx)
-		*sim_avail_event(q) = q->last_avail;
+		*sim_avail_event(q) = (uint16_t)(q->last_avail + q->event_ahead);
 	else
 		q->used->flags = 0;
 	/* Device's full barrier between re-arming and re-reading avail->idx
@@ -285,7 +338,7 @@ void sim_run(struct sim_queue *q)
 	/* Bounded: each round consumes at least one entry or stops. */
 	for (int rounds = 0; rounds < 4; rounds++) {
 		sim_consume(q, q->size);
-		sim_complete(q, q->size);
+		sim_complete_scheduled(q);
 		sim_idle(q);
 		if (sim_published(q) == q->last_avail)
 			return;
@@ -330,7 +383,10 @@ bool sim_rx_inject(const void *frame, uint32_t len)
 	uint32_t total = 12 + len, off = 0;
 	uint16_t old;
 
-	if (q->npending == 0 && sim_consume(q, 1) == 0) {
+	/* Take every posted buffer (a real device reads ahead too), so a
+	 * buffer posted twice is seen while both copies are held. */
+	sim_consume(q, q->size);
+	if (q->npending == 0) {
 		/* Out of buffers: ask to be told about new ones (QEMU
 		 * virtio_net_has_buffers() re-enables notification). */
 		sim_idle(q);
@@ -340,8 +396,7 @@ bool sim_rx_inject(const void *frame, uint32_t len)
 	c = &q->pending[0];
 	if (total > c->writable || total > sizeof(data))
 		return false;
-	memset(data, 0, 12);
-	data[10] = 1; /* num_buffers = 1 */
+	memcpy(data, &sim.rx_hdr, 12);
 	memcpy(data + 12, frame, len);
 	for (unsigned i = 0; i < c->nw && off < total; i++) {
 		uint32_t part = total - off < c->w[i].len ? total - off : c->w[i].len;
@@ -362,8 +417,12 @@ bool sim_rx_inject(const void *frame, uint32_t len)
 bool sim_lost_wakeup(const struct sim_queue *q)
 {
 	bool waiting = q->qidx == 0 ? q->starved : !q->busy;
+	uint16_t ahead = q->event_idx ? q->event_ahead : 0;
 
-	return waiting && !q->kicked_since_idle && sim_published(q) != q->last_avail;
+	/* With an event index further ahead, the device itself asked to be
+	 * told only once more than `ahead` new entries are there. */
+	return waiting && !q->kicked_since_idle &&
+	       (uint16_t)(sim_published(q) - q->last_avail) > ahead;
 }
 
 /* Deliver header + frame as one byte stream over as many RX buffers as it

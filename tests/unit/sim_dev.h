@@ -29,6 +29,9 @@ enum sim_fault {
 	SIM_FAULT_NOT_HEAD,      /* a descriptor in the middle of a chain */
 	SIM_FAULT_LEN,           /* used len one past the writable bytes */
 	SIM_FAULT_IDX_JUMP,      /* used idx moved by size + 1 with no entries */
+	SIM_FAULT_IDX_AHEAD,     /* used idx one past everything the driver published */
+	SIM_FAULT_UNPUBLISHED,   /* completes the chain in the avail slot past avail->idx */
+	SIM_FAULT_LEN_READONLY,  /* used len > 0 on a chain with nothing writable */
 	SIM_FAULT_KINDS
 };
 
@@ -66,9 +69,15 @@ struct sim_queue {
 
 	uint64_t doorbells, consumed, completed, interrupts;
 	enum sim_fault fault;          /* armed: the next completion carries it */
+	bool ahead;                    /* SIM_FAULT_IDX_AHEAD taken, index not yet moved */
 	bool was_head[VIRTQ_MAX_SIZE]; /* completed as a head at some point */
 	bool reorder;
 	uint32_t rng;
+	/* Schedule knobs for sim_run(): keep the newest `lag` chains back
+	 * (a device that lags behind), and complete in bursts of 1..burst_max
+	 * chains, each published with its own used->idx update (0: one). */
+	unsigned lag, burst_max;
+	uint16_t event_ahead; /* EVENT_IDX: ask for a kick only this many entries later */
 
 	/* TX capture: the last frame and a running sum over all frames */
 	uint64_t frames, bytes, byte_sum;
@@ -83,6 +92,10 @@ struct sim_dev {
 	bool refuse_features;
 	uint16_t num_queues, max_qsize;
 	uint8_t cfg[16]; /* virtio_net_config */
+	uint8_t cfg_generation;
+	/* RX: the virtio-net header the device writes in front of each frame,
+	 * every field (sim_reset: num_buffers 1, the rest 0). */
+	struct virtio_net_hdr rx_hdr;
 	struct sim_queue q[2];
 	enum sim_mode mode;
 	unsigned driver_errors; /* rule breaks by the driver */

@@ -37,14 +37,20 @@ static void ring_setup(uint16_t size, bool event_idx, enum sim_mode mode)
 		payload[i] = (uint8_t)i;
 }
 
-/* One device-readable chain of n descriptors (12-byte header + frame). */
-static int ring_add(unsigned n, uintptr_t token)
+/* One chain of n descriptors (12-byte header + frame), device-readable
+ * (TX) or device-writable (RX). */
+static int ring_add_dir(unsigned n, uintptr_t token, bool writable)
 {
 	struct virtq_buf b[4];
 
 	for (unsigned i = 0; i < n; i++)
-		b[i] = (struct virtq_buf){(uintptr_t)payload, i == 0 ? 12 : 20, false};
+		b[i] = (struct virtq_buf){(uintptr_t)payload, i == 0 ? 12 : 20, writable};
 	return virtq_add(&vq, b, n, (void *)token);
+}
+
+static int ring_add(unsigned n, uintptr_t token)
+{
+	return ring_add_dir(n, token, false);
 }
 
 static void ring_kick(void)
@@ -338,7 +344,7 @@ static void test_shadows(void)
 
 /* ---- device faults: detected, counted, reported, nothing freed twice ---- */
 
-static void run_fault(enum sim_fault sf, enum virtq_fault expect, const char *name)
+static void run_fault(enum sim_fault sf, enum virtq_fault expect, const char *name, bool writable)
 {
 	unsigned got = 0;
 	void *tok;
@@ -349,16 +355,19 @@ static void run_fault(enum sim_fault sf, enum virtq_fault expect, const char *na
 	/* A clean round first, so "twice" has a head to repeat that the
 	 * driver has not reused (its free list is LIFO). */
 	for (int i = 0; i < 4; i++)
-		ring_add(1, 7);
+		ring_add_dir(1, 7, writable);
 	virtq_publish(&vq);
 	ring_kick();
 	sim_run(dq);
 	for (int i = 0; i < 4; i++)
 		CHECK_EQ(1, virtq_get_used(&vq, &tok, &len), "clean completion");
-	ring_add(2, 1);
-	ring_add(1, 2);
+	ring_add_dir(2, 1, writable);
+	ring_add_dir(1, 2, writable);
 	virtq_publish(&vq);
 	ring_kick();
+	/* One more added but not published: the device must not see it. */
+	if (sf == SIM_FAULT_UNPUBLISHED || sf == SIM_FAULT_IDX_AHEAD)
+		ring_add_dir(1, 4, writable);
 	dq->fault = sf;
 	sim_run(dq);
 	while ((rc = virtq_get_used(&vq, &tok, &len)) == 1)
@@ -373,13 +382,40 @@ static void run_fault(enum sim_fault sf, enum virtq_fault expect, const char *na
 	CHECK_EQ(-VIRTQ_EDEVICE, ring_add(1, 3), "no adds on a dead ring");
 }
 
+/* A length on a chain with nothing writable (TX) is counted, not fatal,
+ * and reported as 0. */
+static void test_len_on_readonly_chain(void)
+{
+	void *tok;
+	uint32_t len = 99;
+
+	ring_setup(8, true, SIM_MANUAL);
+	ring_add(2, 5);
+	virtq_publish(&vq);
+	ring_kick();
+	dq->fault = SIM_FAULT_LEN_READONLY;
+	sim_run(dq);
+	CHECK_EQ(1, virtq_get_used(&vq, &tok, &len), "completion taken");
+	CHECK_EQ(5, (uintptr_t)tok, "its token");
+	CHECK_EQ(0, len, "length reported as 0");
+	CHECK_EQ(1, vq.stats.len_readonly, "counted");
+	CHECK_EQ(0, virtq_faults(&vq), "not a fault");
+	CHECK_EQ(8, virtq_num_free(&vq), "descriptors back");
+}
+
 static void test_faults(void)
 {
-	run_fault(SIM_FAULT_ID_RANGE, VIRTQ_FAULT_ID_RANGE, "used_id_out_of_range");
-	run_fault(SIM_FAULT_NOT_IN_FLIGHT, VIRTQ_FAULT_NOT_IN_FLIGHT, "used_id_twice");
-	run_fault(SIM_FAULT_NOT_HEAD, VIRTQ_FAULT_NOT_IN_FLIGHT, "used_id_not_a_head");
-	run_fault(SIM_FAULT_LEN, VIRTQ_FAULT_LEN, "used_len_beyond_buffer");
-	run_fault(SIM_FAULT_IDX_JUMP, VIRTQ_FAULT_IDX_JUMP, "used_idx_jump");
+	for (int w = 0; w < 2; w++) {
+		run_fault(SIM_FAULT_ID_RANGE, VIRTQ_FAULT_ID_RANGE, "used_id_out_of_range", w);
+		run_fault(SIM_FAULT_NOT_IN_FLIGHT, VIRTQ_FAULT_NOT_IN_FLIGHT, "used_id_twice", w);
+		run_fault(SIM_FAULT_NOT_HEAD, VIRTQ_FAULT_NOT_IN_FLIGHT, "used_id_not_a_head", w);
+		run_fault(SIM_FAULT_IDX_JUMP, VIRTQ_FAULT_IDX_JUMP, "used_idx_jump", w);
+		run_fault(SIM_FAULT_IDX_AHEAD, VIRTQ_FAULT_IDX_JUMP,
+		          "used_idx_one_past_published (below the ring size)", w);
+		run_fault(SIM_FAULT_UNPUBLISHED, VIRTQ_FAULT_NOT_PUBLISHED, "used_id_not_published",
+		          w);
+	}
+	run_fault(SIM_FAULT_LEN, VIRTQ_FAULT_LEN, "used_len_beyond_buffer (writable)", true);
 }
 
 int main(void)
@@ -396,6 +432,7 @@ int main(void)
 	RUN(test_unkicked_window_wrap);
 	RUN(test_shadows);
 	RUN(test_faults);
+	RUN(test_len_on_readonly_chain);
 	printf("test_virtq: %d checks, %d failed\n", check_total, check_failed);
 	return check_failed ? 1 : 0;
 }

@@ -28,20 +28,20 @@ UNIT_VNET_SRCS := tests/unit/test_vnet.c tests/unit/sim_pci.c drivers/virtio/vne
 UNIT_VARIANTS := \
 	$(foreach r,$(VARIANT_RECLAIMS),$(foreach k,$(VARIANT_KICKS),$(foreach e,1 0,\
 		$(r)-$(k)-ei$(e)-eager-inline-zc1))) \
-	$(foreach r,before v1 poll,$(foreach k,burst deferred timer,$(r)-$(k)-ei1-batched-inline-zc1)) \
-	$(foreach r,before after lazy,$(r)-every-ei1-eager-chain-zc1) poll-deferred-ei0-eager-chain-zc1 \
-	$(foreach r,before v1 lazy poll,$(r)-burst-ei1-eager-inline-zc0) after-every-ei1-eager-chain-zc0 \
-	before-every-ei1-eager-inline-zc1-off_csum-mrg-nd poll-timer-ei0-batched-chain-zc0-off_none-mrg-nd \
-	$(foreach o,none csum tso,before-every-ei1-eager-inline-zc1-off_$(o) v2-burst-ei0-eager-chain-zc0-off_$(o))
+	$(foreach r,base v1 v2 poll,$(foreach k,burst deferred timer,$(r)-$(k)-ei1-batched-inline-zc1)) \
+	$(foreach r,base v3 after lazy,$(r)-every-ei1-eager-chain-zc1) poll-deferred-ei0-eager-chain-zc1 \
+	$(foreach r,base v1 v2 lazy poll,$(r)-burst-ei1-eager-inline-zc0) after-every-ei1-eager-chain-zc0 \
+	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd poll-timer-ei0-batched-chain-zc0-off_none-mrg-nd \
+	$(foreach o,none csum tso,base-every-ei1-eager-inline-zc1-off_$(o) v2-burst-ei0-eager-chain-zc0-off_$(o))
 # The offload paths (test_offload.c) at every OFFLOAD level, plus copy +
 # chained header, and merged buffers without large receive.
-UNIT_OFFLOAD_VARIANTS := before-every-ei1-eager-inline-zc1 \
-	$(foreach o,none csum tso,before-every-ei1-eager-inline-zc1-off_$(o)) \
+UNIT_OFFLOAD_VARIANTS := base-every-ei1-eager-inline-zc1 \
+	$(foreach o,none csum tso,base-every-ei1-eager-inline-zc1-off_$(o)) \
 	v2-burst-ei0-eager-chain-zc0 poll-timer-ei0-batched-chain-zc0-off_none-mrg-nd \
-	before-every-ei1-eager-inline-zc1-off_csum-mrg-nd
+	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd
 UNIT_OFFLOAD_SRCS := tests/unit/test_offload.c tests/unit/sim_pci.c drivers/virtio/vnet.c \
 	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c
-UNIT_BINS := $(UNIT_DIR)/test_virtq $(foreach v,$(UNIT_VARIANTS),$(UNIT_DIR)/$(v)/test_vnet) \
+UNIT_BINS := $(UNIT_DIR)/test_virtq $(UNIT_DIR)/test_virtio_pci $(foreach v,$(UNIT_VARIANTS),$(UNIT_DIR)/$(v)/test_vnet) \
 	$(foreach v,$(UNIT_OFFLOAD_VARIANTS),$(UNIT_DIR)/$(v)/test_offload)
 
 $(UNIT_DIR)/obj/%.o: %.c $(UNIT_DEPS)
@@ -52,11 +52,21 @@ $(UNIT_DIR)/test_virtq: tests/unit/test_virtq.c $(UNIT_SHARED_OBJS) $(UNIT_DEPS)
 	@echo "  HOSTCC  $@"
 	@$(UNIT_CC) $(UNIT_CFLAGS) $< $(UNIT_SHARED_OBJS) -o $@
 
+# The transport's config reads, with MMIO accesses traced (mmio_trace.h
+# replaces kernel/arch.h for virtio_pci.c only).
+$(UNIT_DIR)/test_virtio_pci: tests/unit/test_virtio_pci.c drivers/virtio/virtio_pci.c \
+		$(UNIT_SHARED_OBJS) $(UNIT_DEPS)
+	@echo "  HOSTCC  $@"
+	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h -c drivers/virtio/virtio_pci.c \
+		-o $(UNIT_DIR)/obj/virtio_pci_traced.o
+	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h tests/unit/test_virtio_pci.c \
+		$(UNIT_DIR)/obj/virtio_pci_traced.o $(UNIT_SHARED_OBJS) -o $@
+
 define UNIT_VARIANT_RULE
 $(UNIT_DIR)/$(1)/test_vnet: $(UNIT_VNET_SRCS) $(UNIT_SHARED_OBJS) $(UNIT_DEPS)
 	@mkdir -p $$(@D)
 	@echo "  HOSTCC  $$@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) $(call variant_flags,$(1)) $(UNIT_VNET_SRCS) \
+	@$(UNIT_CC) $(UNIT_CFLAGS) -DVNET_TRACE=1 $(call variant_flags,$(1)) $(UNIT_VNET_SRCS) \
 		$(UNIT_SHARED_OBJS) -o $$@
 endef
 $(foreach v,$(UNIT_VARIANTS),$(eval $(call UNIT_VARIANT_RULE,$(v))))

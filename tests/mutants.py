@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""tests/mutants.py: deliberate driver bugs that the unit tests must catch.
+
+    python3 tests/mutants.py [-k SUBSTRING] [-v]
+
+Each mutant below is one source edit (an exact string, which must occur
+exactly once, and its replacement) and the unit-test binaries that must
+fail with it. The script copies the tracked sources into a scratch
+directory (the working tree is never edited), builds and runs the listed
+binaries there unmutated (they must pass), then once per mutant (at least
+one must fail: checks failed, a sanitizer report or a crash; a mutant that
+no longer applies is an error too, so the list stays honest when the code
+moves). Prints one line per mutant and ends with "mutants: N caught, N
+missed"; exit status 1 if any was missed or did not apply.
+
+Grow the list with every driver bug fixed: the mutant is the bug put back.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TIMEOUT = 30
+
+# (name, file, find, replace, binaries): a binary is "virtq", "virtio_pci" or a unit
+# variant name from tests/unit/unit.mk (UNIT_VARIANTS).
+MUTANTS = [
+    ("end-of-burst kick removed", "drivers/virtio/vnet_tx.c",
+     "\tif (VNET_IS_KICK_BURST && vnet_tx_kick_pending(vn))\n\t\tvnet_tx_kick(vn);\n}",
+     "}",
+     ["base-burst-ei1-eager-inline-zc1", "v2-burst-ei1-batched-inline-zc1"]),
+    ("vnet_drain() does not kick", "drivers/virtio/vnet_tx.c",
+     "\tif (vnet_tx_kick_pending(vn))\n\t\tvnet_tx_kick(vn);\n\tuint64_t end",
+     "\tuint64_t end",
+     ["base-deferred-ei1-eager-inline-zc1", "lazy-timer-ei1-eager-inline-zc1"]),
+    ("vnet_tx_poll() safety-net flush removed", "drivers/virtio/vnet_tx.c",
+     "\t} else if (vnet_tx_kick_pending(vn)) {\n\t\tvnet_tx_kick(vn);\n\t}\n\tif (VNET_IS_RECLAIM_POLL)",
+     "\t}\n\tif (VNET_IS_RECLAIM_POLL)",
+     ["base-burst-ei1-eager-inline-zc1"]),
+    ("used-index bound loosened to the ring size", "drivers/virtio/virtq.c",
+     "if (pending > virtq_chains_published(vq))",
+     "if (pending > vq->size)",
+     ["virtq", "base-every-ei1-eager-inline-zc1"]),
+    ("used-index bound counts unpublished chains", "drivers/virtio/virtq.c",
+     "if (pending > virtq_chains_published(vq))",
+     "if (pending > vq->chains)",
+     ["virtq"]),
+    ("completion of an unpublished chain accepted", "drivers/virtio/virtq.c",
+     "\t    (uint16_t)(vq->avail_idx - vq->avail_pub))\n\t\treturn virtq_fault(vq, VIRTQ_FAULT_NOT_PUBLISHED,",
+     "\t    (uint16_t)(vq->avail_idx - vq->avail_pub) && 0)\n\t\treturn virtq_fault(vq, VIRTQ_FAULT_NOT_PUBLISHED,",
+     ["virtq", "base-burst-ei1-batched-inline-zc1"]),
+    ("TX used length fatal again", "drivers/virtio/virtq.c",
+     "if (vq->write_len[id16] == 0 && l) {",
+     "if (vq->write_len[id16] == 0 && l && 0) {",
+     ["virtq", "base-every-ei1-eager-inline-zc1"]),
+    ("used length beyond the writable bytes accepted", "drivers/virtio/virtq.c",
+     "} else if (l > vq->write_len[id16]) {",
+     "} else if (l > vq->write_len[id16] + 1) {",
+     ["virtq"]),
+    ("lazy threshold: < becomes <=", "drivers/virtio/vnet_tx.c",
+     "if (VNET_IS_RECLAIM_LAZY && virtq_num_free(&vn->txq) < vn->lazy_thresh)",
+     "if (VNET_IS_RECLAIM_LAZY && virtq_num_free(&vn->txq) <= vn->lazy_thresh)",
+     ["lazy-every-ei1-eager-inline-zc1"]),
+    ("v1 without its final free", "drivers/virtio/vnet_tx.c",
+     "if ((VNET_IS_RECLAIM_BASE_V0 || VNET_IS_RECLAIM_V1 || VNET_IS_RECLAIM_V2_V3) &&",
+     "if ((VNET_IS_RECLAIM_BASE_V0 || VNET_IS_RECLAIM_V2_V3) &&",
+     ["v1-every-ei1-eager-inline-zc1"]),
+    ("v2 without its first free", "drivers/virtio/vnet_tx.c",
+     "\tif (VNET_IS_RECLAIM_BASE_V0 || VNET_IS_RECLAIM_V2_V3)\n\t\tvnet_tx_reclaim(vn, VNET_RECLAIM_ALL);",
+     "\tif (VNET_IS_RECLAIM_BASE_V0)\n\t\tvnet_tx_reclaim(vn, VNET_RECLAIM_ALL);",
+     ["v2-every-ei1-eager-inline-zc1"]),
+    ("v3 delays the avail index update like v2", "drivers/virtio/vnet_tx.c",
+     "\tif (VNET_IS_RECLAIM_V3)\n\t\tvnet_tx_publish(vn);",
+     "",
+     ["v3-every-ei1-eager-chain-zc1"]),
+    ("v2 publishes before its frees (as v3)", "drivers/virtio/vnet_tx.c",
+     "\tif (VNET_IS_RECLAIM_V3)\n\t\tvnet_tx_publish(vn);",
+     "\tif (VNET_IS_RECLAIM_V2_V3)\n\t\tvnet_tx_publish(vn);",
+     ["v2-burst-ei1-eager-inline-zc1"]),
+    ("bounded reclaim takes all (2*free = free)", "drivers/virtio/vnet_tx.c",
+     "\tif (VNET_IS_RECLAIM_V1 || VNET_IS_RECLAIM_V2_V3)\n\t\tvnet_tx_reclaim(vn, VNET_RECLAIM_K);",
+     "\tif (VNET_IS_RECLAIM_V1 || VNET_IS_RECLAIM_V2_V3)\n\t\tvnet_tx_reclaim(vn, VNET_RECLAIM_ALL);",
+     ["v1-every-ei1-eager-inline-zc1"]),
+    ("no idle reclaim (TX liveness bug)", "drivers/virtio/vnet_tx.c",
+     "\tvnet_tx_idle_reclaim(vn);\n}",
+     "\t(void)vnet_tx_idle_reclaim;\n}",
+     ["lazy-every-ei1-eager-inline-zc1", "base-every-ei1-eager-inline-zc1"]),
+    ("idle reclaim fires while TX is busy", "drivers/virtio/vnet_tx.c",
+     "\tif (vn->tx_activity != vn->tx_activity_seen) {",
+     "\tif (vn->tx_activity != vn->tx_activity_seen && 0) {",
+     ["lazy-every-ei1-eager-inline-zc1"]),
+    ("idle reclaim counted as the policy's reclaim", "drivers/virtio/vnet_tx.c",
+     "\tif (idle) {\n\t\tvn->tx.idle_reclaim_calls++;",
+     "\tif (idle && 0) {\n\t\tvn->tx.idle_reclaim_calls++;",
+     ["lazy-every-ei1-eager-inline-zc1"]),
+    ("event index ignored (flag protocol always)", "drivers/virtio/virtq.c",
+     "\telse if (vq->event_idx)\n\t\tneed = virtq_need_event(",
+     "\telse if (0)\n\t\tneed = virtq_need_event(",
+     ["base-every-ei1-eager-inline-zc1"]),
+    ("link down ignored", "drivers/virtio/vnet.c",
+     "\t\t\tif (vnet_check(vn) == 0)\n\t\t\t\tvnet_check_link(vn);",
+     "\t\t\tif (vnet_check(vn) == 0)\n\t\t\t\t(void)vnet_check_link;",
+     ["base-every-ei1-eager-inline-zc1"]),
+    ("device status checked by pass count only (unbounded time)", "drivers/virtio/vnet.c",
+     "if (now - vn->status_checked >= VNET_STATUS_CHECK_NS) {",
+     "if (now - vn->status_checked >= VNET_STATUS_CHECK_NS && vn->poll_passes % 65536 == 0) {",
+     ["base-every-ei1-eager-inline-zc1"]),
+    ("no RX budget", "drivers/virtio/vnet_rx.c",
+     "\tif (!vn->rx_quota)\n\t\treturn 0;",
+     "\tif (!vn->rx_quota && 0)\n\t\treturn 0;",
+     ["base-every-ei1-eager-inline-zc1"]),
+    ("16-bit config fields read byte by byte (4.1.3.1)", "drivers/virtio/virtio_pci.c",
+     "if (len == 2 && off % 2 == 0) {",
+     "if (len == 2 && off % 2 == 0 && 0) {",
+     ["virtio_pci"]),
+    ("RX double release accepted (state check removed)", "drivers/virtio/vnet_rx.c",
+     "if (i < 0 || vn->rx_state[i] != VNET_RXB_UP) {",
+     "if (i < 0) {",
+     ["base-every-ei1-eager-inline-zc1"]),
+]
+
+
+def binary_path(build, b):
+    if b in ("virtq", "virtio_pci"):
+        return os.path.join(build, "unit", "test_" + b)
+    return os.path.join(build, "unit", b, "test_vnet")
+
+
+def build_and_run(tree, binaries):
+    """Build and run the binaries in tree; return (failed names, detail)."""
+    build = os.path.join(tree, "build")
+    targets = [binary_path(build, b) for b in binaries]
+    # No sanitizers: quicker, and every mutant here is caught by a check.
+    r = subprocess.run(["make", "-s", "-j2", f"O={build}", "UNIT_SAN="] + targets, cwd=tree,
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        return None, "does not build: " + (r.stdout + r.stderr).strip().splitlines()[-1]
+    failed, detail = [], ""
+    for b, t in zip(binaries, targets):
+        try:
+            p = subprocess.run([t], capture_output=True, text=True, timeout=TIMEOUT)
+            rc, out = p.returncode, p.stdout + p.stderr
+        except subprocess.TimeoutExpired:
+            rc, out = 124, "hung"
+        if rc:
+            failed.append(b)
+            first = next((l for l in out.splitlines() if l.startswith("FAIL ") or "ERROR" in l
+                          or "runtime error" in l), out.strip().splitlines()[-1] if out.strip() else "")
+            detail = detail or f"{b}: {first.strip()}"
+    return failed, detail
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-k", default="", help="only mutants whose name contains this")
+    ap.add_argument("-v", action="store_true")
+    a = ap.parse_args()
+    mutants = [m for m in MUTANTS if a.k in m[0]]
+    if not mutants:
+        print(f"mutants: none match {a.k!r}")
+        return 1
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "Makefile", "mk", "drivers", "kernel", "tests/unit",
+                            "net/port", "boot/efi/efi.mk"],
+                           cwd=TOP, capture_output=True, text=True, check=True).stdout.split()
+    caught = missed = 0
+    with tempfile.TemporaryDirectory(prefix="vnetlab-mutants-") as tmp:
+        tree = os.path.join(tmp, "tree")
+        for f in files:
+            os.makedirs(os.path.join(tree, os.path.dirname(f)), exist_ok=True)
+            shutil.copy2(os.path.join(TOP, f), os.path.join(tree, f))
+        everything = sorted({b for m in mutants for b in m[4]})
+        failed, detail = build_and_run(tree, everything)
+        if failed is None or failed:
+            print(f"mutants: the unmutated tree fails {failed}: {detail}")
+            return 1
+        print(f"mutants: unmutated tree passes {len(everything)} binaries")
+        for name, path, find, repl, binaries in mutants:
+            src = os.path.join(tree, path)
+            orig = open(src).read()
+            n = orig.count(find)
+            if n != 1:
+                print(f"mutant NOT APPLIED {name}: expected the text once in {path}, found it {n} times")
+                missed += 1
+                continue
+            open(src, "w").write(orig.replace(find, repl))
+            try:
+                failed, detail = build_and_run(tree, binaries)
+            finally:
+                open(src, "w").write(orig)
+                os.utime(src)
+            if failed is None:
+                # A mutant that does not compile proves nothing.
+                missed += 1
+                print(f"mutant BROKEN  {name}: {detail}")
+            elif failed:
+                caught += 1
+                print(f"mutant caught  {name}: {detail}")
+            else:
+                missed += 1
+                print(f"mutant MISSED  {name}: {', '.join(binaries)} still pass")
+    print(f"mutants: {caught} caught, {missed} missed")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
