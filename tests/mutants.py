@@ -26,8 +26,10 @@ import tempfile
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 30
 
-# (name, file, find, replace, binaries): a binary is "virtq", "virtio_pci" or a unit
-# variant name from tests/unit/unit.mk (UNIT_VARIANTS).
+# (name, file, find, replace, binaries): a binary is "virtq", "virtio_pci", a unit
+# variant name from tests/unit/unit.mk (UNIT_VARIANTS: its test_vnet), or
+# "offload:" + a name from UNIT_OFFLOAD_VARIANTS (its test_offload).
+LRO = "offload:base-every-ei1-eager-inline-zc1"
 MUTANTS = [
     ("end-of-burst kick removed", "drivers/virtio/vnet_tx.c",
      "\tif (VNET_IS_KICK_BURST && vnet_tx_kick_pending(vn))\n\t\tvnet_tx_kick(vn);\n}",
@@ -121,10 +123,57 @@ MUTANTS = [
      "if (i < 0 || vn->rx_state[i] != VNET_RXB_UP) {",
      "if (i < 0) {",
      ["base-every-ei1-eager-inline-zc1"]),
+    # The bulk data path (issue 9): merged receive, offload headers, features.
+    ("num_buffers 0 accepted", "drivers/virtio/vnet_rx.c",
+     "if (nbufs == 0 || nbufs > VNET_RX_MAX_BUFS",
+     "if (nbufs > VNET_RX_MAX_BUFS",
+     [LRO]),
+    ("num_buffers beyond what is posted: off by one", "drivers/virtio/vnet_rx.c",
+     "nbufs > vn->rx_posted + 1u)",
+     "nbufs > vn->rx_posted + 2u)",
+     [LRO]),
+    ("merged buffers read at the first buffer's frame offset", "drivers/virtio/vnet_rx.c",
+     "(struct vnet_rx_buf){vnet_rx_buf(vn, i) + VNET_RX_HDR_OFF, len,",
+     "(struct vnet_rx_buf){vnet_rx_buf(vn, i) + VNET_RX_FRAME_OFF, len,",
+     [LRO]),
+    ("buffers of one frame not required on the used ring together", "drivers/virtio/vnet_rx.c",
+     "return vnet_rx_fault(vn, \"num_buffers_unused\", nbufs);",
+     "break;",
+     [LRO]),
+    ("RX checksum flags: DATA_VALID ignored", "drivers/virtio/vnet_rx.c",
+     "(h->flags & (VIRTIO_NET_HDR_F_NEEDS_CSUM | VIRTIO_NET_HDR_F_DATA_VALID)))",
+     "(h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM))",
+     [LRO]),
+    ("RX checksum flags believed without GUEST_CSUM", "drivers/virtio/vnet_rx.c",
+     "if ((vn->offloads & VNET_OFF_RX_CSUM) &&\n\t    (h->flags",
+     "if ((vn->offloads | VNET_OFF_RX_CSUM) &&\n\t    (h->flags",
+     [LRO]),
+    ("RX gso_size 0 accepted", "drivers/virtio/vnet_rx.c",
+     "if (h->gso_size == 0 || h->gso_size > total)",
+     "if (h->gso_size > total)",
+     [LRO]),
+    ("TX gso_size written from hdr_len", "drivers/virtio/vnet_tx.c",
+     "hdr->gso_size = o->gso_size;",
+     "hdr->gso_size = o->hdr_len;",
+     [LRO]),
+    ("TX gso_size 0 accepted", "drivers/virtio/vnet_tx.c",
+     "o->gso_size == 0 ||",
+     "o->gso_size == 1 ||",
+     [LRO]),
+    ("GUEST_TSO4 accepted without MRG_RXBUF", "drivers/virtio/vnet.c",
+     "if (!(f & VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM)) || !(f & VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF)))",
+     "if (!(f & VIRTIO_BIT(VIRTIO_NET_F_GUEST_CSUM)))",
+     [LRO]),
+    ("device MTU above the RX buffers accepted", "drivers/virtio/vnet.c",
+     "if (v16 > 1500)",
+     "if (v16 > 9000)",
+     [LRO]),
 ]
 
 
 def binary_path(build, b):
+    if b.startswith("offload:"):
+        return os.path.join(build, "unit", b[8:], "test_offload")
     if b in ("virtq", "virtio_pci"):
         return os.path.join(build, "unit", "test_" + b)
     return os.path.join(build, "unit", b, "test_vnet")
