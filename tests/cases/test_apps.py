@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 
 from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail
 
@@ -97,6 +98,19 @@ def serve(t, ns, app_args, listening):
     return g
 
 
+def wait_listening(ns, proto, port, timeout=10):
+    """A host peer just started in ns must be listening before the guest,
+    which boots in milliseconds, connects (a loaded host may take longer)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        r = ns.run(["ss", "-Hln" + ("t" if proto == "tcp" else "u"), f"sport = :{port}"],
+                   timeout=5, capture_output=True, text=True)
+        if r.stdout.strip():
+            return
+        time.sleep(0.05)
+    raise Fail(f"host peer not listening on {proto} port {port} within {timeout} s")
+
+
 def boot_client(t, ns, app_args, timeout=60):
     return t.start(append=f"{app_args} {GUEST_NET}", net=f"tap:{ns.tap}", ns=ns, timeout=timeout).wait()
 
@@ -152,6 +166,7 @@ def test_rr_client_sockperf_server_tcp_udp(t):
         with t.netns() as ns:
             ns.popen(["sockperf", "server", "-i", NS_HOST_IP, "-p", str(RR_PORT)] + (["--tcp"] if proto == "tcp" else []),
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_listening(ns, proto, RR_PORT)
             g = boot_client(t, ns, f"app=rr rr.proto={proto} rr.peer={NS_HOST_IP} rr.instances={inst} "
                                    f"rr.burst={burst} rr.seconds={SECONDS} rr.warmup={WARMUP}")
             g.expect_ok()
@@ -211,6 +226,7 @@ def test_stream_client_iperf_server_both_directions(t):
         with t.netns() as ns:
             ns.popen(["iperf", "-s", "-B", NS_HOST_IP, "-p", str(STREAM_PORT)],
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_listening(ns, "tcp", STREAM_PORT)
             g = boot_client(t, ns, f"app=stream stream.test={test} stream.peer={NS_HOST_IP} stream.msg=1024 "
                                    f"stream.instances={inst} stream.check=1 stream.seconds={SECONDS} "
                                    f"stream.warmup={WARMUP}")
