@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 
 from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail
 
@@ -147,6 +148,19 @@ def serve(t, ns, app_args, listening):
     g = t.start(append=f"{app_args} {GUEST_NET}", net=f"tap:{ns.tap}", ns=ns, timeout=90)
     g.wait_line(listening, timeout=30)
     return g
+
+
+def wait_listening(ns, proto, port, timeout=10):
+    """A host peer just started in ns must be listening before the guest,
+    which boots in milliseconds, connects (a loaded host may take longer)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        r = ns.run(["ss", "-Hln" + ("t" if proto == "tcp" else "u"), f"sport = :{port}"],
+                   timeout=5, capture_output=True, text=True)
+        if r.stdout.strip():
+            return
+        time.sleep(0.05)
+    raise Fail(f"host peer not listening on {proto} port {port} within {timeout} s")
 
 
 def boot_client(t, ns, app_args, timeout=60):
