@@ -7,12 +7,14 @@ status. A failure raises ``Fail`` with what was expected and what was seen;
 the runner prints it with the tail of the console.
 """
 
+import json
 import os
 import queue
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -43,6 +45,27 @@ def linked_variants():
 
 class Fail(Exception):
     """A test expectation did not hold."""
+
+
+NETPEER = [sys.executable, os.path.join(TOP, "tests", "tools", "netpeer.py")]
+
+
+def netpeer(ns, args, timeout):
+    """Run tests/tools/netpeer.py in the namespace; its JSON line, or Fail."""
+    r = ns.run(NETPEER + args, timeout=timeout, capture_output=True, text=True)
+    lines = r.stdout.strip().splitlines()
+    if not lines:
+        raise Fail(f"netpeer {args[0]} printed nothing (status {r.returncode}): {r.stderr.strip()[-300:]}")
+    res = json.loads(lines[-1])
+    if r.returncode != 0:
+        raise Fail(f"netpeer {' '.join(args)} failed: {json.dumps(res)[:600]}")
+    return res
+
+
+def json_line(g, prefix):
+    """The JSON object of the guest's first console line `PREFIX {...}`."""
+    m = g.expect(r"^" + prefix + r" (\{.*\})$")
+    return json.loads(m.group(1))
 
 
 class Skip(Exception):

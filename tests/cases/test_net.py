@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from lib import BUILD, NS_GUEST_IP, NS_PREFIX, TOP, Fail, linked_variants
+from lib import BUILD, NS_GUEST_IP, NS_PREFIX, TOP, Fail, json_line, linked_variants, netpeer
 
 PEER = [sys.executable, os.path.join(TOP, "tests", "tools", "netpeer.py")]
 MIB = 1 << 20
@@ -35,9 +35,6 @@ def free_port():
     return p
 
 
-def json_line(g, prefix):
-    m = g.expect(r"^" + prefix + r" (\{.*\})$")
-    return json.loads(m.group(1))
 
 
 def test_slirp_dhcp_and_tcp_both_ways(t):
@@ -75,15 +72,7 @@ def echo_guest(t, ns, kernel=None, seconds=300):
     return g
 
 
-def peer(ns, args, timeout):
-    r = ns.run(PEER + args, timeout=timeout, capture_output=True, text=True)
-    lines = r.stdout.strip().splitlines()
-    if not lines:
-        raise Fail(f"netpeer {args[0]} printed nothing (status {r.returncode}): {r.stderr.strip()[-300:]}")
-    res = json.loads(lines[-1])
-    if r.returncode != 0:
-        raise Fail(f"netpeer {args[0]} failed: {res}")
-    return res
+peer = netpeer
 
 
 def stop_guest(ns, g):

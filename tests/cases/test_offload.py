@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail
+from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, json_line, netpeer
 
 PEER = [sys.executable, os.path.join(TOP, "tests", "tools", "netpeer.py")]
 MIB = 1 << 20
@@ -37,20 +37,7 @@ def variant(level, kick="every"):
     return name, path
 
 
-def json_line(g, prefix):
-    m = g.expect(r"^" + prefix + r" (\{.*\})$")
-    return json.loads(m.group(1))
-
-
-def peer(ns, args, timeout):
-    r = ns.run(PEER + args, timeout=timeout, capture_output=True, text=True)
-    lines = r.stdout.strip().splitlines()
-    if not lines:
-        raise Fail(f"netpeer {args[0]} printed nothing (status {r.returncode}): {r.stderr.strip()[-300:]}")
-    res = json.loads(lines[-1])
-    if r.returncode != 0:
-        raise Fail(f"netpeer {args[0]} {' '.join(args[1:])} failed: {json.dumps(res)[:600]}")
-    return res
+peer = netpeer
 
 
 def echo_guest(t, ns, kernel, seconds=300, args=""):
