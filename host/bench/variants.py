@@ -5,7 +5,8 @@ A variant is a set of make variables (TX_RECLAIM=v2 TX_KICK=burst ...,
 mk/variants.mk turns them into drivers/virtio/vnet_policy.h's macros).
 `default` is the build with no variables; a name in the makefile's scheme
 (base-every-ei1-eager-inline-zc1: reclaim, kick, event index, avail
-publication, header, zero copy, then optional -csum -mrg -nd) means its
+publication, header, zero copy, then optional -off_none|-off_csum|-off_tso
+(OFFLOAD=; without one the default level, lro), -mrg, -nd) means its
 variables; a matrix file can define more under any name (`variant NAME =
 VARS`). Each is built with
 
@@ -30,7 +31,7 @@ BUILD_TIMEOUT = 900
 # Policy make variables, used when the variants makefile cannot be read.
 FALLBACK_VARS = ("TX_RECLAIM", "TX_KICK", "EVENT_IDX", "AVAIL_PUBLISH", "TXHDR", "ZEROCOPY",
                  "RECLAIM_K", "LAZY_THRESH", "KICK_BURST_MAX", "KICK_TIMER_US", "QUEUE_MAX", "MRG_RXBUF",
-                 "CSUM", "NOTIFICATION_DATA")
+                 "OFFLOAD", "NOTIFICATION_DATA")
 
 
 def _mk_text():
@@ -54,21 +55,24 @@ def _mk_list(name, default):
     return m.group(1).split() if m else list(default)
 
 
-SCHEME = "RECLAIM-KICK-ei0|1-eager|batched-inline|chain-zc0|1[-csum][-mrg][-nd]"
+SCHEME = "RECLAIM-KICK-ei0|1-eager|batched-inline|chain-zc0|1[-off_none|-off_csum|-off_tso][-mrg][-nd]"
 
 
 def from_scheme(name):
     """Make variables of a name in mk/variants.mk's scheme, e.g.
-    base-every-ei1-eager-inline-zc1 (-csum, -mrg, -nd optional), or None."""
+    base-every-ei1-eager-inline-zc1 (-off_LEVEL, -mrg, -nd optional), or None."""
     reclaims = "|".join(_mk_list("VARIANT_RECLAIMS", ("base", "v0", "v1", "v2", "v3", "after", "lazy", "poll")))
     kicks = "|".join(_mk_list("VARIANT_KICKS", ("every", "burst", "deferred", "timer")))
-    m = re.fullmatch(rf"({reclaims})-({kicks})-ei([01])-(eager|batched)-(inline|chain)-zc([01])((?:-csum|-mrg|-nd)*)", name)
+    m = re.fullmatch(rf"({reclaims})-({kicks})-ei([01])-(eager|batched)-(inline|chain)-zc([01])((?:-off_none|-off_csum|-off_tso|-mrg|-nd)*)", name)
     if not m:
         return None
     out = [f"TX_RECLAIM={m.group(1)}", f"TX_KICK={m.group(2)}", f"EVENT_IDX={m.group(3)}",
            f"AVAIL_PUBLISH={m.group(4)}", f"TXHDR={m.group(5)}", f"ZEROCOPY={m.group(6)}"]
     extra = m.group(7).split("-")[1:]
-    for flag, var in (("csum", "CSUM"), ("mrg", "MRG_RXBUF"), ("nd", "NOTIFICATION_DATA")):
+    for flag in extra:
+        if flag.startswith("off_"):
+            out.append(f"OFFLOAD={flag[4:]}")
+    for flag, var in (("mrg", "MRG_RXBUF"), ("nd", "NOTIFICATION_DATA")):
         if flag in extra:
             out.append(f"{var}=1")
     return " ".join(out)
