@@ -33,7 +33,6 @@ static struct {
 
 void result_begin(const char *test, const char *role)
 {
-	unsigned off = vnet_offloads(net_vnet());
 	size_t n = strlen(test);
 	line.test = test;
 	line.role = role;
@@ -42,13 +41,10 @@ void result_begin(const char *test, const char *role)
 	line.t_line_ns = clock_since_entry_ns(clock_ns());
 	line.hist = NULL;
 	line.rate_ns = 0;
-	printf(
-	    "RESULT {\"test\":\"%s\",\"role\":\"%s\",\"variant\":\"%s\",\"accel\":\"%s\","
-	    "\"backend\":\"%s\",\"boot\":\"%s\",\"features\":\"0x%llx\",\"offloads\":\"%s%s%s%s\"",
-	    test, role, vnet_variant(), cpu_accel(), net_backend(), kernel_boot_protocol(),
-	    (unsigned long long)vnet_features(net_vnet()), off & VNET_OFF_TX_CSUM ? "tx_csum" : "",
-	    off & VNET_OFF_RX_CSUM ? ",rx_csum" : "", off & VNET_OFF_TSO4 ? ",tso4" : "",
-	    off & VNET_OFF_LRO4 ? ",lro4" : "");
+	printf("RESULT {\"test\":\"%s\",\"role\":\"%s\",\"variant\":\"%s\",\"accel\":\"%s\","
+	       "\"backend\":\"%s\",\"boot\":\"%s\",\"features\":\"0x%llx\",\"offloads\":\"%s\"",
+	       test, role, vnet_variant(), cpu_accel(), net_backend(), kernel_boot_protocol(),
+	       (unsigned long long)vnet_features(net_vnet()), net_offloads());
 }
 
 void result_u64(const char *key, uint64_t v)

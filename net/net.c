@@ -149,6 +149,28 @@ static bool dhcp_bound(void *unused)
 	return dhcp_supplied_address(&netif);
 }
 
+/* The negotiated offloads as "tx_csum,rx_csum,tso4,lro4" (only those
+ * present; "" for none), for the memory line and every RESULT. */
+const char *net_offloads(void)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} names[] = {{VNET_OFF_TX_CSUM, "tx_csum"},
+	             {VNET_OFF_RX_CSUM, "rx_csum"},
+	             {VNET_OFF_TSO4, "tso4"},
+	             {VNET_OFF_LRO4, "lro4"}};
+	static char buf[40];
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (vnet_offloads(vn) & names[i].bit)
+			used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s",
+			                         used ? "," : "", names[i].name);
+	return buf;
+}
+
 /* Once at boot: what this build set aside for the data path, so a run's
  * memory footprint is on record next to its results. */
 static void print_memory(void)
@@ -159,13 +181,10 @@ static void print_memory(void)
 	for (int i = 0; i < MEMP_MAX; i++)
 		pools += (size_t)memp_pools[i]->num * memp_pools[i]->size;
 	printf("memory {\"rx_buffers\":%lu,\"tx_slots\":%lu,\"rings\":%lu,\"lwip_pools\":%lu,"
-	       "\"heap\":%lu,\"tcp_wnd\":%lu,\"tcp_snd_buf\":%lu,\"offloads\":\"%s%s%s%s\"}\n",
+	       "\"heap\":%lu,\"tcp_wnd\":%lu,\"tcp_snd_buf\":%lu,\"offloads\":\"%s\"}\n",
 	       (unsigned long)rx, (unsigned long)tx, (unsigned long)rings, (unsigned long)pools,
 	       (unsigned long)heap_size(), (unsigned long)TCP_WND, (unsigned long)TCP_SND_BUF,
-	       vnet_offloads(vn) & VNET_OFF_TX_CSUM ? "tx_csum," : "",
-	       vnet_offloads(vn) & VNET_OFF_RX_CSUM ? "rx_csum," : "",
-	       vnet_offloads(vn) & VNET_OFF_TSO4 ? "tso4," : "",
-	       vnet_offloads(vn) & VNET_OFF_LRO4 ? "lro4," : "");
+	       net_offloads());
 }
 
 void net_up(void)

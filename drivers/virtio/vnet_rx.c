@@ -169,11 +169,12 @@ int vnet_rx(struct vnet *vn, struct vnet_rx *out)
 
 		if (rc <= 0)
 			return rc;
-		h = (const struct virtio_net_hdr *)(vnet_rx_buf(vn, i) + VNET_RX_HDR_OFF);
+		uint8_t *b = vnet_rx_buf(vn, i);
+
+		h = (const struct virtio_net_hdr *)(b + VNET_RX_HDR_OFF);
 		out->nbufs = 1;
-		out->buf[0] = (struct vnet_rx_buf){vnet_rx_buf(vn, i) + VNET_RX_FRAME_OFF,
-		                                   len > VNET_HDR_LEN ? len - VNET_HDR_LEN : 0,
-		                                   vnet_rx_buf(vn, i), vnet_rx_buf(vn, i)};
+		out->buf[0] = (struct vnet_rx_buf){
+		    b + VNET_RX_FRAME_OFF, len > VNET_HDR_LEN ? len - VNET_HDR_LEN : 0, b, b};
 		if (vn->features & VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF)) {
 			/* 5.1.6.4.1: num_buffers >= 1, and "the device MUST use
 			 * all buffers used by a single receive packet together":
@@ -191,9 +192,8 @@ int vnet_rx(struct vnet *vn, struct vnet_rx *out)
 				return vnet_rx_fault(vn, "num_buffers_unused", nbufs);
 			if (rc < 0)
 				return rc;
-			out->buf[k] =
-			    (struct vnet_rx_buf){vnet_rx_buf(vn, i) + VNET_RX_HDR_OFF, len,
-			                         vnet_rx_buf(vn, i), vnet_rx_buf(vn, i)};
+			b = vnet_rx_buf(vn, i);
+			out->buf[k] = (struct vnet_rx_buf){b + VNET_RX_HDR_OFF, len, b, b};
 			out->nbufs++;
 			total += len;
 		}

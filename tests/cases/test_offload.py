@@ -161,6 +161,10 @@ def test_zero_copy_tcp(t):
         for level in LEVELS:
             name, kernel = variant(level)
             r, _ = stream_to_sink(t, ns, kernel, 16384, 1, seconds=2)
+            want = {"lro": "tx_csum,rx_csum,tso4,lro4", "tso": "tx_csum,rx_csum,tso4",
+                    "csum": "tx_csum,rx_csum", "none": ""}[level]
+            if r["offloads"] != want:
+                raise Fail(f"{name}: RESULT says offloads {r['offloads']!r}, expected {want!r}")
             if r["tx_clones"] != 0:
                 raise Fail(f"{name}: {r['tx_clones']} frames cloned in a TCP stream (expected 0): {r}")
             if level in ("tso", "lro"):
