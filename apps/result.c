@@ -17,6 +17,7 @@ void result_snap(struct result_snap *s)
 	vnet_counters(net_vnet(), &s->rx, &s->tx);
 	s->netif = *vnetif_stats();
 	s->off = offload_st;
+	vnet_idle_counters(net_vnet(), &s->idle);
 	if (VNETLAB_PROFILE)
 		prof_snap(&s->prof);
 	s->lwip_drops = net_lwip_drops() + vnetif_tx_drops();
@@ -142,6 +143,22 @@ void result_counters(const struct result_snap *a, const struct result_snap *b,
 	result_u64("rx_copies", b->netif.rx_copies - a->netif.rx_copies);
 	result_ratio("tx_kicks_per_64k_sent", tx_kicks * 65536, tx_bytes);
 	result_ratio("acks_per_64k_received", acks * 65536, rx_bytes);
+
+	/* The idle policy, between the two snapshots: interrupts per queue,
+	 * halts, and the guest CPU's busy share (TSC time not halted). */
+	uint64_t span = b->ns - a->ns, halted = b->idle.halted_ns - a->idle.halted_ns;
+	result_str("irq", vnet_irq_mode(net_vnet()));
+	result_u64("irqs_rx", b->rx.irqs - a->rx.irqs);
+	result_u64("irqs_tx", b->tx.irqs - a->tx.irqs);
+	result_u64("polls", b->idle.polls - a->idle.polls);
+	result_u64("idle_polls", b->idle.idle_polls - a->idle.idle_polls);
+	result_u64("halts", b->idle.halts - a->idle.halts);
+	result_u64("halted_us", halted / 1000);
+	result_u64("timer_wakes", b->idle.timer_wakes - a->idle.timer_wakes);
+	result_u64("lost_wakeups", b->idle.lost_wakeups - a->idle.lost_wakeups);
+	result_ratio("busy_pct", (span > halted ? span - halted : 0) * 100, span);
+	result_ratio("irqs_per_txn", (b->rx.irqs - a->rx.irqs) + (b->tx.irqs - a->tx.irqs),
+	             transactions);
 }
 
 /* PROFILE {...}: per stage, cycles in the measured interval, per frame

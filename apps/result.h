@@ -40,6 +40,7 @@ struct result_snap {
 	struct vnet_counters rx, tx;
 	struct vnetif_stats netif;
 	struct offload_stats off;
+	struct vnet_idle_stats idle;
 	struct prof_snap prof; /* PROFILE builds only */
 	uint64_t lwip_drops;   /* lwIP drops at every layer + frames the netif dropped */
 };

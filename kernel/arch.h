@@ -181,6 +181,24 @@ static inline void cpu_hlt(void)
 	__asm__ volatile("hlt" ::: "memory");
 }
 
+/*
+ * Halt until an interrupt, with no lost wake-up: the caller runs with
+ * interrupts off, has armed every wake-up source and re-checked for work;
+ * STI takes effect only after the instruction that follows it (the STI
+ * interrupt shadow), so an interrupt that became pending after the
+ * re-check is delivered once HLT has begun and ends it. Interrupts are off
+ * again on return. These two are the only places interrupts are ever on.
+ */
+static inline void cpu_sti_hlt_cli(void)
+{
+	__asm__ volatile("sti; hlt; cli" ::: "memory");
+}
+/* One instruction with interrupts on: anything already latched is taken. */
+static inline void cpu_sti_nop_cli(void)
+{
+	__asm__ volatile("sti; nop; cli" ::: "memory");
+}
+
 /* RDRAND; returns 0 when the CPU has no entropy ready (caller falls back). */
 static inline int cpu_rdrand64(uint64_t *out)
 {

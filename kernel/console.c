@@ -40,9 +40,21 @@ verror(int status, const char *where, const char *fmt, va_list ap)
 	kernel_exit(status);
 }
 
+static void (*error_hook)(void);
+
+void kernel_set_error_hook(void (*fn)(void))
+{
+	error_hook = fn;
+}
+
 void kernel_error(const char *where, const char *fmt, ...)
 {
 	va_list ap;
+	void (*hook)(void) = error_hook;
+
+	error_hook = NULL; /* once, even if the hook itself fails */
+	if (hook)
+		hook();
 	va_start(ap, fmt);
 	verror(EXIT_FAIL, where, fmt, ap);
 }

@@ -36,6 +36,9 @@ void kernel_error(const char *where, const char *fmt, ...) PRINTF_LIKE(2, 3)
 void kernel_usage_error(const char *where, const char *fmt, ...) PRINTF_LIKE(2, 3)
     __attribute__((noreturn)); /* same line, exit status EXIT_USAGE */
 void panic(const char *fmt, ...) PRINTF_LIKE(1, 2) __attribute__((noreturn));
+/* Run fn once before a kernel_error() ERROR line (state a failed run
+ * should still report, e.g. the idle counters). */
+void kernel_set_error_hook(void (*fn)(void));
 
 /* exit.c: leave the appliance */
 void exit_init(void);
@@ -46,8 +49,51 @@ void cpu_init(void);
 const char *cpu_accel(void); /* "kvm", "tcg", "hw" or "unknown" */
 const char *cpu_model(void);
 
-/* trap.c: exception vectors -> report and exit */
+/* trap.c: exception vectors -> report and exit; the IDT */
 void trap_init(void);
+void trap_set_gate(uint8_t vector, uint64_t handler); /* 64-bit interrupt gate */
+
+/* irq.c: external interrupts (vectors 32-255). Handlers run only while the
+ * CPU is halted in halt_until() (the one place interrupts are on), so they
+ * share nothing with the interrupted code but the counters they bump. */
+#define IRQ_SPURIOUS_VECTOR 0xff
+typedef void (*irq_fn)(void *arg);
+int irq_init(char *err, size_t errlen); /* LAPIC, legacy PIC masked; idempotent */
+/* A LAPIC-delivered vector (MSI-X, LAPIC timer) for fn; -1 when none left. */
+int irq_alloc(irq_fn fn, void *arg);
+/* A legacy PCI INTx line (0-15) through the 8259 PIC in virtual-wire mode;
+ * the vector, or -1. fn must make the device drop the line (level). */
+int irq_alloc_legacy(unsigned line, irq_fn fn, void *arg);
+uint64_t irq_count(int vector);
+uint64_t irq_unexpected(void); /* interrupts on vectors nobody allocated */
+uint64_t irq_spurious(void);   /* LAPIC / PIC spurious interrupts */
+
+/* apic.c: the local APIC (x2APIC when the CPU has it) and its timer */
+int apic_init(char *err, size_t errlen);
+void apic_eoi(void);
+uint32_t apic_id(void);
+bool apic_x2(void);
+/* MSI address/data for a fixed, edge interrupt on this CPU (PCI 3.0 6.8.2;
+ * Intel SDM 11.11). */
+uint64_t apic_msi_addr(void);
+const char *apic_timer_mode(void); /* "tsc-deadline" or "oneshot" */
+void apic_timer_init(int vector);  /* calibrates the one-shot mode */
+void apic_timer_arm(uint64_t deadline_ns); /* clock_ns() time; replaces any earlier */
+void apic_timer_cancel(void);
+
+/* halt.c: sleep until an interrupt or a deadline */
+struct halt_stats {
+	uint64_t halts;     /* HLTs executed */
+	uint64_t halted_ns; /* time spent in them */
+	uint64_t timer_wakes; /* halts during which the timer fired */
+};
+int halt_init(char *err, size_t errlen); /* irq_init + timer; idempotent */
+/* Halt until an interrupt or deadline_ns (clock_ns() time). The caller has
+ * armed its wake-up sources and re-checked for work with interrupts off.
+ * Returns the ns halted. */
+uint64_t halt_until(uint64_t deadline_ns);
+const struct halt_stats *halt_stats(void);
+void halt_let_pending_in(void); /* deliver interrupts already latched, then off again */
 
 /* clock.c: TSC-based monotonic clock */
 void clock_init(void);

@@ -31,6 +31,7 @@ enum prof_stage {
 	PROF_RECLAIM, /* driver: the one TX reclaim routine */
 	PROF_CSUM,    /* software checksums (lwIP's, and the pseudo-header sums) */
 	PROF_TIMERS,  /* lwIP's sys_check_timeouts() */
+	PROF_IDLE,    /* the idle policy: spinning, re-arming, halted (vnet_idle) */
 	PROF_STAGES
 };
 

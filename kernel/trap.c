@@ -26,7 +26,11 @@ struct idt_entry {
 } __attribute__((packed));
 
 extern const uint64_t isr_table[32];
-static struct idt_entry idt[32] __attribute__((aligned(16)));
+/* All 256 gates: 0-31 exceptions (here), 32-255 external interrupts
+ * (irq.c fills them with trap_set_gate() when an idle policy wants them;
+ * until then they are not present, and nothing can raise them: interrupts
+ * are only ever enabled inside cpu_sti_hlt_cli()). */
+static struct idt_entry idt[256] __attribute__((aligned(16)));
 
 static const char *const names[32] = {
     "#DE", "#DB", "NMI", "#BP", "#OF", "#BR", "#UD", "#NM", "#DF", "CSO", "#TS",
@@ -35,18 +39,21 @@ static const char *const names[32] = {
 
 void trap_handler(struct trap_frame *f);
 
+void trap_set_gate(uint8_t vector, uint64_t handler)
+{
+	idt[vector] = (struct idt_entry){
+	    .off_lo = (uint16_t)handler,
+	    .sel = 0x08,
+	    .type = 0x8e,
+	    .off_mid = (uint16_t)(handler >> 16),
+	    .off_hi = (uint32_t)(handler >> 32),
+	};
+}
+
 void trap_init(void)
 {
-	for (int i = 0; i < 32; i++) {
-		uint64_t a = isr_table[i];
-		idt[i] = (struct idt_entry){
-		    .off_lo = (uint16_t)a,
-		    .sel = 0x08,
-		    .type = 0x8e,
-		    .off_mid = (uint16_t)(a >> 16),
-		    .off_hi = (uint32_t)(a >> 32),
-		};
-	}
+	for (int i = 0; i < 32; i++)
+		trap_set_gate((uint8_t)i, isr_table[i]);
 	struct __attribute__((packed)) {
 		uint16_t limit;
 		uint64_t base;

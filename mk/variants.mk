@@ -10,6 +10,7 @@
 #     EVENT_IDX=0|1   AVAIL_PUBLISH=eager|batched   TXHDR=inline|chain   ZEROCOPY=0|1
 #     RECLAIM_K=N  LAZY_THRESH=N  TX_IDLE_RECLAIM_US=N  RX_BUDGET=N  KICK_BURST_MAX=N  KICK_TIMER_US=N  QUEUE_MAX=N
 #     OFFLOAD=lro|tso|csum|none  MRG_RXBUF=0|1  NOTIFICATION_DATA=0|1
+#     IDLE=poll|halt|adaptive  IDLE_POLL_US=N  IDLE_HALT_MAX_US=N  RELAX=none|pause
 #     (unset variables keep the header's defaults; changing them rebuilds
 #     the driver objects, see VARIANT_STAMP)
 #   make variants   every legal TX_RECLAIM x TX_KICK x EVENT_IDX x AVAIL_PUBLISH
@@ -19,7 +20,9 @@
 #
 # A variant's name spells its choices in that order, plus optional extras:
 #   base-every-ei1-eager-inline-zc1[-off_none|-off_csum|-off_tso][-mrg][-nd]
-# (no -off_ word: the default, offload=tso+lro)
+#     [-idle_halt|-idle_adaptive][-relax_pause]
+# (no -off_ word: the default, offload=tso+lro; no -idle_ word: idle=poll;
+# -idle_adaptive polls IDLE_POLL_US=50 before it halts)
 
 # The 2011 thread's variants first (vnet_policy.h quotes their definition),
 # then this project's extra policies.
@@ -76,6 +79,16 @@ endif
 ifdef NOTIFICATION_DATA
 VARIANT_CFLAGS += -DVNET_NOTIFICATION_DATA=$(call variant_01,NOTIFICATION_DATA,$(NOTIFICATION_DATA))
 endif
+VARIANT_IDLES := poll halt adaptive
+VARIANT_UC_idle_poll := POLL
+VARIANT_UC_idle_halt := HALT
+VARIANT_UC_idle_adaptive := ADAPTIVE
+ifdef IDLE
+VARIANT_CFLAGS += -DVNET_IDLE=VNET_IDLE_$(VARIANT_UC_idle_$(call variant_pick,IDLE,$(IDLE),$(VARIANT_IDLES)))
+endif
+ifdef RELAX
+VARIANT_CFLAGS += -DVNET_RELAX_PAUSE=$(if $(filter pause,$(call variant_pick,RELAX,$(RELAX),none pause)),1,0)
+endif
 # Numbers: range-checked by vnet_policy.h's #errors.
 VARIANT_CFLAGS += $(if $(RECLAIM_K),-DVNET_RECLAIM_K=$(RECLAIM_K)) \
 	$(if $(LAZY_THRESH),-DVNET_LAZY_THRESH=$(LAZY_THRESH)) \
@@ -83,7 +96,9 @@ VARIANT_CFLAGS += $(if $(RECLAIM_K),-DVNET_RECLAIM_K=$(RECLAIM_K)) \
 	$(if $(RX_BUDGET),-DVNET_RX_BUDGET=$(RX_BUDGET)) \
 	$(if $(KICK_BURST_MAX),-DVNET_KICK_BURST_MAX=$(KICK_BURST_MAX)) \
 	$(if $(KICK_TIMER_US),-DVNET_KICK_TIMER_US=$(KICK_TIMER_US)) \
-	$(if $(QUEUE_MAX),-DVIRTQ_MAX_SIZE=$(QUEUE_MAX))
+	$(if $(QUEUE_MAX),-DVIRTQ_MAX_SIZE=$(QUEUE_MAX)) \
+	$(if $(IDLE_POLL_US),-DVNET_IDLE_POLL_US=$(IDLE_POLL_US)) \
+	$(if $(IDLE_HALT_MAX_US),-DVNET_IDLE_HALT_MAX_US=$(IDLE_HALT_MAX_US))
 VARIANT_CFLAGS := $(strip $(VARIANT_CFLAGS))
 CFLAGS += $(VARIANT_CFLAGS)
 
@@ -106,7 +121,9 @@ variant_flags = -DVNET_TX_RECLAIM=VNET_RECLAIM_$(VARIANT_UC_$(call variant_word,
 	-DVNET_ZEROCOPY=$(patsubst zc%,%,$(call variant_word,$(1),6)) \
 	$(foreach o,none csum tso,$(if $(filter off_$(o),$(subst -, ,$(1))),-DVNET_OFFLOAD=VNET_OFFLOAD_$(VARIANT_UC_off_$(o)))) \
 	$(if $(filter mrg,$(subst -, ,$(1))),-DVNET_MRG_RXBUF=1) \
-	$(if $(filter nd,$(subst -, ,$(1))),-DVNET_NOTIFICATION_DATA=1)
+	$(if $(filter nd,$(subst -, ,$(1))),-DVNET_NOTIFICATION_DATA=1) \
+	$(foreach i,halt adaptive,$(if $(filter idle_$(i),$(subst -, ,$(1))),-DVNET_IDLE=VNET_IDLE_$(VARIANT_UC_idle_$(i)))) \
+	$(if $(filter relax_pause,$(subst -, ,$(1))),-DVNET_RELAX_PAUSE=1)
 
 VARIANT_CROSS := $(foreach r,$(VARIANT_RECLAIMS),$(foreach k,$(VARIANT_KICKS),$(foreach e,0 1,\
 	$(foreach a,eager batched,$(foreach h,inline chain,$(foreach z,0 1,\
@@ -115,9 +132,17 @@ VARIANT_CROSS := $(foreach r,$(VARIANT_RECLAIMS),$(foreach k,$(VARIANT_KICKS),$(
 # vnet_policy.h (#error).
 variant_illegal = $(or $(and $(findstring -every-,$(1)),$(findstring -batched-,$(1))),\
 	$(and $(filter v3-%,$(1)),$(findstring -batched-,$(1))))
+# Linked for the idle-policy tests (tests/cases/test_idle.py): each IDLE
+# policy x each TX_KICK, and the pause relax.
+VARIANT_IDLE_LINKED := $(foreach i,halt adaptive,$(foreach k,$(VARIANT_KICKS),\
+	base-$(k)-ei1-eager-inline-zc1-idle_$(i))) base-every-ei0-eager-inline-zc1-idle_halt \
+	base-every-ei1-eager-inline-zc1-relax_pause base-every-ei1-eager-inline-zc1-idle_adaptive-relax_pause
 VARIANT_LEGAL := $(foreach v,$(VARIANT_CROSS),$(if $(call variant_illegal,$(v)),,$(v))) \
 	$(foreach o,none csum tso,$(foreach k,$(VARIANT_KICKS),base-$(k)-ei1-eager-inline-zc1-off_$(o))) \
-	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd poll-burst-ei0-batched-chain-zc0-off_none-mrg-nd
+	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd poll-burst-ei0-batched-chain-zc0-off_none-mrg-nd \
+	$(foreach r,$(VARIANT_RECLAIMS),$(foreach i,halt adaptive,$(r)-every-ei1-eager-inline-zc1-idle_$(i) \
+		$(r)-deferred-ei0-eager-chain-zc0-idle_$(i))) \
+	$(filter-out base-every-ei1-eager-inline-zc1-idle_halt base-every-ei1-eager-inline-zc1-idle_adaptive,$(VARIANT_IDLE_LINKED))
 # Linked and booted (tests/cases/test_driver.py): each TX_RECLAIM, each
 # TX_KICK, EVENT_IDX both ways, and both values of the other three.
 VARIANT_LINKED := base-every-ei1-eager-inline-zc1 after-burst-ei0-batched-chain-zc1 \
@@ -132,11 +157,13 @@ VARIANT_OFFLOAD_LINKED := $(foreach o,none csum tso,$(foreach k,$(VARIANT_KICKS)
 	base-burst-ei1-eager-inline-zc1 base-deferred-ei1-eager-inline-zc1 \
 	base-timer-ei1-eager-inline-zc1
 VARIANT_LINKED += $(VARIANT_OFFLOAD_LINKED)
+VARIANT_LINKED += $(VARIANT_IDLE_LINKED)
 
 VARIANT_DIR := $(O)/v
 # virtq.c and virtio_pci.c read no policy (only VIRTQ_MAX_SIZE): the main
 # build compiles them; these three are compiled once per variant.
-VARIANT_SRCS := drivers/virtio/vnet.c drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c
+VARIANT_SRCS := drivers/virtio/vnet.c drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c \
+	drivers/virtio/vnet_idle.c
 variant_objs = $(patsubst drivers/virtio/%.c,$(VARIANT_DIR)/$(1)/%.o,$(VARIANT_SRCS))
 # A linked variant gets all its driver objects, so nothing of the main
 # build's variant (e.g. QUEUE_MAX) leaks in.

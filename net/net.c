@@ -120,6 +120,21 @@ void net_drain(void)
 		printf("net warning: TX not drained within %llu ms\n", DRAIN_NS / 1000000);
 }
 
+/* The halt policies' deadline: the end of this run or lwIP's next timer,
+ * whichever comes first. */
+static uint64_t net_deadline(void *arg)
+{
+	uint64_t end = *(const uint64_t *)arg;
+	u32_t ms = sys_timeouts_sleeptime();
+
+	if (ms != SYS_TIMEOUTS_SLEEPTIME_INFINITE) {
+		uint64_t t = clock_ns() + (uint64_t)ms * 1000000ull;
+		if (t < end)
+			end = t;
+	}
+	return end;
+}
+
 int net_run(bool (*done)(void *), void *arg, uint64_t timeout_ns, void (*tick)(void *))
 {
 	uint64_t end = clock_ns() + timeout_ns;
@@ -140,6 +155,9 @@ int net_run(bool (*done)(void *), void *arg, uint64_t timeout_ns, void (*tick)(v
 			net_drain();
 			return r;
 		}
+		prof_enter(PROF_IDLE);
+		vnet_idle(vn, net_deadline, &end);
+		prof_exit();
 	}
 }
 
@@ -187,12 +205,20 @@ static void print_memory(void)
 	       net_offloads());
 }
 
+/* A failed run still says how it waited (the IDLE line), e.g. a server
+ * whose client never came: halted, woken by its timer. */
+static void print_idle_on_error(void)
+{
+	vnet_idle_print(vn);
+}
+
 void net_up(void)
 {
 	char err[160];
 	vn = vnet_open(err, sizeof(err));
 	if (!vn)
 		kernel_error("virtio-net", "%s", err);
+	kernel_set_error_hook(print_idle_on_error);
 	lwip_init();
 	if (!netif_add(&netif, use_dhcp ? NULL : &addr, use_dhcp ? NULL : &mask,
 	               use_dhcp ? NULL : &gw, vn, vnetif_init, ethernet_input))

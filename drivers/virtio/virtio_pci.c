@@ -3,7 +3,8 @@
  * Finds the device, walks its vendor capabilities to the common, notify,
  * ISR and device configuration structures, maps them and offers the
  * register-level steps the device drivers compose into 3.1.1. Legacy
- * (0.9.5, I/O port) devices are refused. No interrupts: we poll.
+ * (0.9.5, I/O port) devices are refused. Interrupts only when the driver
+ * asks (the halt idle policies): MSI-X, or the INTx line as a fallback.
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,11 +12,30 @@
 #include "kernel/kernel.h"
 #include "drivers/virtio/virtio_pci.h"
 
+#define PCI_COMMAND         0x04
+#define PCI_CMD_INTX_OFF    (1u << 10)
 #define PCI_STATUS          0x06
 #define PCI_STATUS_CAP_LIST 0x10
 #define PCI_CAP_PTR         0x34
 #define PCI_SUBSYSTEM_ID    0x2e
 #define PCI_CAP_ID_VNDR     0x09
+#define PCI_CAP_ID_MSIX     0x11
+#define PCI_INTERRUPT_LINE  0x3c
+#define PCI_INTERRUPT_PIN   0x3d
+/* PCI 3.0 6.8.2: MSI-X capability and table entry layout */
+#define MSIX_CTRL           2
+#define MSIX_CTRL_ENABLE    (1u << 15)
+#define MSIX_CTRL_FMASK     (1u << 14)
+#define MSIX_TABLE          4
+#define MSIX_ENTRY_SIZE     16
+#define MSIX_ENTRY_ADDR_LO  0
+#define MSIX_ENTRY_ADDR_HI  4
+#define MSIX_ENTRY_DATA     8
+#define MSIX_ENTRY_CTRL     12
+#define MSIX_ENTRY_MASKED   1u
+/* 4.1.4.5 ISR status bits */
+#define VIRTIO_PCI_ISR_QUEUE  1u
+#define VIRTIO_PCI_ISR_CONFIG 2u
 #define PCI_CAP_WALK_MAX    48 /* 256-byte config space holds at most 48 capabilities */
 
 #define VIRTIO_PCI_RESET_TIMEOUT_NS 1000000000ull
@@ -270,6 +290,159 @@ int virtio_pci_cfg_read(struct virtio_pci *vp, uint32_t off, void *buf, uint32_t
 	return -1;
 }
 
+/* ---- interrupts ---- */
+
+static void virtio_pci_msix_config(void *arg)
+{
+	struct virtio_pci *vp = arg;
+
+	vp->irqs[0]++;
+	vp->config_changed = true;
+}
+
+static void virtio_pci_msix_rx(void *arg)
+{
+	((struct virtio_pci *)arg)->irqs[1]++;
+}
+
+static void virtio_pci_msix_tx(void *arg)
+{
+	((struct virtio_pci *)arg)->irqs[2]++;
+}
+
+/* 4.1.4.5.2: reading the ISR status clears it and de-asserts the line,
+ * which a level-triggered INTx needs before its EOI. */
+static void virtio_pci_intx(void *arg)
+{
+	struct virtio_pci *vp = arg;
+	uint8_t isr = mmio_read8(vp->isr);
+
+	if (isr & VIRTIO_PCI_ISR_QUEUE)
+		vp->irqs[1]++;
+	if (isr & VIRTIO_PCI_ISR_CONFIG) {
+		vp->irqs[0]++;
+		vp->config_changed = true;
+	}
+	if (!(isr & (VIRTIO_PCI_ISR_QUEUE | VIRTIO_PCI_ISR_CONFIG)))
+		vp->irqs[VIRTIO_PCI_MAX_QUEUES + 1]++;
+}
+
+static uint8_t virtio_pci_find_cap(const struct pci_dev *d, uint8_t id)
+{
+	uint8_t pos = 0;
+
+	if (pci_cfg_read16(d, PCI_STATUS) & PCI_STATUS_CAP_LIST)
+		pos = pci_cfg_read8(d, PCI_CAP_PTR) & 0xfc;
+	for (int n = 0; pos && n < PCI_CAP_WALK_MAX; n++) {
+		if (pci_cfg_read8(d, pos) == id)
+			return pos;
+		pos = pci_cfg_read8(d, pos + 1) & 0xfc;
+	}
+	return 0;
+}
+
+/* MSI-X (PCI 3.0 6.8.2): entry 0 for configuration changes, entry 1 + q
+ * for queue q (sharing the last entry if the table is short), each a
+ * fixed, edge-triggered interrupt to this CPU. Then 4.1.4.3: the device
+ * answers VIRTIO_PCI_NO_VECTOR to a vector it cannot use. */
+static int virtio_pci_msix_setup(struct virtio_pci *vp, char *err, size_t errlen)
+{
+	static const irq_fn handlers[] = {virtio_pci_msix_config, virtio_pci_msix_rx,
+	                                  virtio_pci_msix_tx};
+	const struct pci_dev *d = vp->pci;
+	uint8_t cap = virtio_pci_find_cap(d, PCI_CAP_ID_MSIX);
+	uint64_t base, size;
+	bool is_io;
+
+	if (!cap) {
+		snprintf(err, errlen, "no MSI-X capability");
+		return -1;
+	}
+	uint16_t ctrl = pci_cfg_read16(d, cap + MSIX_CTRL);
+	unsigned entries = (ctrl & 0x7ffu) + 1;
+	uint32_t table = pci_cfg_read32(d, cap + MSIX_TABLE);
+	unsigned bir = table & 7;
+	uint32_t off = table & ~7u;
+	unsigned used = entries < 1 + VIRTIO_PCI_MAX_QUEUES ? entries : 1 + VIRTIO_PCI_MAX_QUEUES;
+
+	if (bir > 5) {
+		snprintf(err, errlen, "MSI-X table in BAR%u", bir);
+		return -1;
+	}
+	base = pci_bar(d, (int)bir, &size, &is_io);
+	if (!base || is_io || (uint64_t)off + entries * MSIX_ENTRY_SIZE > size) {
+		snprintf(err, errlen, "MSI-X table 0x%lx+%u entries outside BAR%u", (unsigned long)off,
+		         entries, bir);
+		return -1;
+	}
+	paging_map_mmio(base + off, entries * MSIX_ENTRY_SIZE);
+	uintptr_t t = (uintptr_t)(base + off);
+
+	/* Enabled with the function masked while the entries are written. */
+	pci_cfg_write16(d, cap + MSIX_CTRL, (uint16_t)(ctrl | MSIX_CTRL_ENABLE | MSIX_CTRL_FMASK));
+	for (unsigned i = 0; i < used; i++) {
+		int vec = irq_alloc(handlers[i], vp);
+		uintptr_t e = t + i * MSIX_ENTRY_SIZE;
+
+		if (vec < 0) {
+			snprintf(err, errlen, "out of interrupt vectors");
+			return -1;
+		}
+		mmio_write32(e + MSIX_ENTRY_ADDR_LO, (uint32_t)apic_msi_addr());
+		mmio_write32(e + MSIX_ENTRY_ADDR_HI, (uint32_t)(apic_msi_addr() >> 32));
+		mmio_write32(e + MSIX_ENTRY_DATA, (uint32_t)vec);
+		mmio_write32(e + MSIX_ENTRY_CTRL, 0); /* unmasked */
+	}
+	pci_cfg_write16(d, cap + MSIX_CTRL, (uint16_t)((ctrl | MSIX_CTRL_ENABLE) & ~MSIX_CTRL_FMASK));
+	pci_cfg_write16(d, PCI_COMMAND, (uint16_t)(pci_cfg_read16(d, PCI_COMMAND) | PCI_CMD_INTX_OFF));
+
+	mmio_write16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_MSIX), 0);
+	if (mmio_read16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_MSIX)) != 0) {
+		snprintf(err, errlen, "device refused MSI-X entry 0 for config changes (NO_VECTOR)");
+		pci_cfg_write16(d, cap + MSIX_CTRL, (uint16_t)(ctrl & ~MSIX_CTRL_ENABLE));
+		pci_cfg_write16(d, PCI_COMMAND,
+		                (uint16_t)(pci_cfg_read16(d, PCI_COMMAND) & ~PCI_CMD_INTX_OFF));
+		return -1;
+	}
+	for (unsigned q = 0; q < VIRTIO_PCI_MAX_QUEUES; q++)
+		vp->queue_msix[q] = (uint16_t)(1 + q < used ? 1 + q : used - 1);
+	printf("virtio-pci: msix table=bar%u+0x%lx entries=%u used=%u\n", bir, (unsigned long)off,
+	       entries, used);
+	return 0;
+}
+
+int virtio_pci_irq_setup(struct virtio_pci *vp, char *err, size_t errlen)
+{
+	char why[96];
+
+	if (irq_init(err, errlen))
+		return -1;
+	if (virtio_pci_msix_setup(vp, why, sizeof(why)) == 0) {
+		vp->irq_mode = VIRTIO_PCI_IRQ_MSIX;
+		return 0;
+	}
+	/* 4.1.5.3-ish fallback: the legacy line the firmware routed. */
+	uint8_t pin = pci_cfg_read8(vp->pci, PCI_INTERRUPT_PIN);
+	uint8_t line = pci_cfg_read8(vp->pci, PCI_INTERRUPT_LINE);
+	int vec = pin ? irq_alloc_legacy(line, virtio_pci_intx, vp) : -1;
+
+	if (vec < 0) {
+		snprintf(err, errlen, "no interrupt: %s, and INTx pin=%u line=%u is not routable", why,
+		         pin, line);
+		return -1;
+	}
+	vp->irq_mode = VIRTIO_PCI_IRQ_INTX;
+	printf("virtio-pci: intx line=%u pin=%c (%s)\n", line, 'A' + pin - 1, why);
+	return 0;
+}
+
+const char *virtio_pci_irq_mode_name(const struct virtio_pci *vp)
+{
+	return vp->irq_mode == VIRTIO_PCI_IRQ_MSIX   ? "msix"
+	       : vp->irq_mode == VIRTIO_PCI_IRQ_INTX ? "intx"
+	                                             : "none";
+}
+
 /* Doorbell (4.1.5.2). Without NOTIFICATION_DATA the value written is the
  * queue index; with it, vqn in the low 16 bits and, for a split ring, the
  * next avail index in the high 16 (2.9). */
@@ -342,8 +515,21 @@ int virtio_pci_queue_setup(struct virtio_pci *vp, struct virtq *vq, uint16_t qid
 		snprintf(err, errlen, "queue %u: cannot set up a ring of %u entries", qidx, size);
 		return -1;
 	}
-	/* "5. Optionally, if MSI-X capability is present and enabled ..." -
-	 * skipped: this driver polls and enables no interrupts. */
+	/* "5. Optionally, if MSI-X capability is present and enabled on the
+	 * device, select a vector to use to request interrupts triggered by
+	 * virtqueue events. Write the MSI-X Table entry number corresponding
+	 * to this vector into queue_msix_vector. Read queue_msix_vector: on
+	 * success, previously written value is returned; on failure,
+	 * NO_VECTOR value is returned." Only the halt policies enable it. */
+	if (vp->irq_mode == VIRTIO_PCI_IRQ_MSIX) {
+		mmio_write16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_MSIX), vp->queue_msix[qidx]);
+		if (mmio_read16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_MSIX)) !=
+		    vp->queue_msix[qidx]) {
+			snprintf(err, errlen, "queue %u: device refused MSI-X entry %u (NO_VECTOR)",
+			         qidx, vp->queue_msix[qidx]);
+			return -1;
+		}
+	}
 	/* "6. Write physical addresses of the virtqueue's Descriptor Area,
 	 * Driver Area and Device Area to queue_desc, queue_driver and
 	 * queue_device." Identity mapping: pointer == physical address. */

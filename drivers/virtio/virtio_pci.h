@@ -22,6 +22,20 @@ struct virtio_pci_notify {
 	bool data;      /* VIRTIO_F_NOTIFICATION_DATA: write vqn | avail idx << 16 */
 };
 
+/* How the device interrupts us (halt policies only; poll builds: none). */
+enum virtio_pci_irq_mode {
+	VIRTIO_PCI_IRQ_NONE,
+	VIRTIO_PCI_IRQ_MSIX, /* one MSI-X table entry for config, one per queue */
+	VIRTIO_PCI_IRQ_INTX, /* the legacy line; ISR status says which kind */
+};
+#define VIRTIO_PCI_NO_VECTOR 0xffff
+
+/* Interrupt counts, bumped by the handlers: [0] configuration changes,
+ * [1 + q] used buffers of queue q. INTx cannot tell queues apart: all of
+ * them land in [1]; [VIRTIO_PCI_MAX_QUEUES + 1] counts INTx interrupts
+ * whose ISR status was 0 (a shared line, or a spurious one). */
+#define VIRTIO_PCI_IRQ_SLOTS (VIRTIO_PCI_MAX_QUEUES + 2)
+
 struct virtio_pci {
 	const struct pci_dev *pci;
 	uintptr_t common, isr, device_cfg; /* mapped structure addresses */
@@ -30,6 +44,10 @@ struct virtio_pci {
 	uint32_t notify_len, notify_mult;
 	uint64_t features; /* accepted by the driver */
 	struct virtio_pci_notify notify[VIRTIO_PCI_MAX_QUEUES];
+	enum virtio_pci_irq_mode irq_mode;
+	uint16_t queue_msix[VIRTIO_PCI_MAX_QUEUES]; /* MSI-X table entry per queue */
+	volatile uint64_t irqs[VIRTIO_PCI_IRQ_SLOTS];
+	volatile bool config_changed; /* set by the handler, cleared by the driver */
 };
 
 /* virtio_pci.c */
@@ -42,6 +60,12 @@ void virtio_pci_set_features(struct virtio_pci *vp, uint64_t features);
 uint16_t virtio_pci_num_queues(struct virtio_pci *vp);
 /* One field (len 2/4/8: a 16/32/64-bit field, read at its width; else bytes). */
 int virtio_pci_cfg_read(struct virtio_pci *vp, uint32_t off, void *buf, uint32_t len);
+/* Interrupts for a driver that halts (4.1.4.5, 4.1.5.1.2): MSI-X when the
+ * device has the capability and accepts the vectors, else its INTx line.
+ * After FEATURES_OK, before virtio_pci_queue_setup() (which then assigns
+ * each queue its vector). 0, or -1 with the reason in err. */
+int virtio_pci_irq_setup(struct virtio_pci *vp, char *err, size_t errlen);
+const char *virtio_pci_irq_mode_name(const struct virtio_pci *vp); /* "msix" "intx" "none" */
 int virtio_pci_queue_setup(struct virtio_pci *vp, struct virtq *vq, uint16_t qidx, bool event_idx,
                            char *err, size_t errlen);
 

@@ -6,9 +6,11 @@
  *   A  publish:      descriptors + avail ring entry, then avail->idx
  *   B  kick_prepare: avail->idx store, then avail_event / used->flags load
  *   C  get_used:     used->idx load, then used ring entry loads
+ *   D  enable_cb:    used_event / avail->flags store, then used->idx load
  * x86-64 write-back memory keeps store/store and load/load order, so A and C
- * only stop the compiler (arch_wmb/arch_rmb); B is the one store-then-load
- * and needs arch_mb(), as in Linux virtqueue_kick_prepare_split().
+ * only stop the compiler (arch_wmb/arch_rmb); B and D are store-then-load
+ * and need arch_mb(), as in Linux virtqueue_kick_prepare_split() and
+ * virtqueue_enable_cb_delayed().
  */
 #include <stdio.h>
 #include "kernel/arch.h"
@@ -57,10 +59,12 @@ int virtq_init(struct virtq *vq, uint16_t qidx, uint16_t size, bool event_idx, v
 	vq->used_event = &vq->avail->ring[size];
 	vq->avail_event = (uint16_t *)&vq->used->ring[size];
 
-	/* We poll and never take interrupts (2.7.7.1). Without EVENT_IDX, say so
-	 * with the flag. With it the flags must be 0 and used_event stays 0: the
-	 * device may raise an interrupt once per 2^16 completions, which nobody
-	 * has enabled anyway. */
+	/* Used-buffer notifications start suppressed (2.7.7.1): the poll
+	 * policy never wants them, the halt policies ask with
+	 * virtq_enable_cb() just before they halt. Without EVENT_IDX, say so
+	 * with the flag. With it the flags must be 0 and used_event stays 0:
+	 * the device may raise an interrupt once per 2^16 completions, which
+	 * lands nowhere while we poll. */
 	if (!event_idx)
 		virtq_store16(&vq->avail->flags, VIRTQ_AVAIL_F_NO_INTERRUPT);
 
@@ -175,6 +179,40 @@ bool virtq_kick_prepare(struct virtq *vq)
 	if (!need)
 		vq->stats.kicks_suppressed++;
 	return need;
+}
+
+/*
+ * Ask for an interrupt on the next used buffer (2.7.7.2), then look again:
+ * true means completions are already waiting and the caller must not wait
+ * for an interrupt that may never come (Linux virtqueue_enable_cb()).
+ * EVENT_IDX: used_event = the next entry we will read, so the device
+ * interrupts once it writes it; otherwise clear NO_INTERRUPT.
+ */
+bool virtq_enable_cb(struct virtq *vq)
+{
+	vq->stats.cb_enables++;
+	if (vq->event_idx)
+		virtq_store16(vq->used_event, vq->last_used);
+	else
+		virtq_store16(&vq->avail->flags, 0);
+	/* Barrier D (pairs with the device's full barrier between its used->idx
+	 * store and its used_event / flags load): our request must be visible
+	 * before we re-read used->idx, or the device completes a buffer in
+	 * between, reads the stale request, stays silent, and we halt on a
+	 * completion nobody announces (a lost wake-up). */
+	arch_mb();
+	return virtq_used_pending(vq);
+}
+
+/* Back to polling: suppress interrupts again. With EVENT_IDX, point
+ * used_event just behind what we have read: the device only interrupts on
+ * crossing it, 2^16 completions from now (2.7.10, vring_need_event). */
+void virtq_disable_cb(struct virtq *vq)
+{
+	if (vq->event_idx)
+		virtq_store16(vq->used_event, (uint16_t)(vq->last_used - 1));
+	else
+		virtq_store16(&vq->avail->flags, VIRTQ_AVAIL_F_NO_INTERRUPT);
 }
 
 void virtq_notify(struct virtq *vq)

@@ -41,6 +41,7 @@ struct virtq_stats {
 	uint64_t kicks_suppressed; /* virtq_kick_prepare() said no */
 	uint64_t faults[VIRTQ_FAULT_KINDS];
 	uint64_t len_readonly; /* used len > 0 on a chain with nothing writable: ignored */
+	uint64_t cb_enables;   /* virtq_enable_cb() calls (halt policies re-arming) */
 };
 
 /* Notify the device that queue qidx has new buffers up to avail_idx (the
@@ -90,6 +91,8 @@ int virtq_add(struct virtq *vq, const struct virtq_buf *bufs, unsigned n, void *
 void virtq_publish(struct virtq *vq);
 bool virtq_kick_prepare(struct virtq *vq);
 void virtq_notify(struct virtq *vq);
+bool virtq_enable_cb(struct virtq *vq); /* true: completions already waiting, do not wait */
+void virtq_disable_cb(struct virtq *vq);
 int virtq_get_used(struct virtq *vq, void **token, uint32_t *len);
 bool virtq_need_event(uint16_t event, uint16_t new_idx, uint16_t old_idx);
 const char *virtq_fault_name(enum virtq_fault f);

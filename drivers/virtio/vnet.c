@@ -87,7 +87,7 @@ const char *vnet_variant(void)
 	                                      "v3", "after", "lazy", "poll"};
 	static const char *const kick[] = {"?", "every", "burst", "deferred", "timer"};
 	static const char *const offload[] = {"none", "csum", "tso", "tso+lro"};
-	static char buf[160];
+	static char buf[200];
 	char rparam[16] = "", kparam[24] = "";
 
 	if (VNET_IS_RECLAIM_V1 || VNET_IS_RECLAIM_V2_V3)
@@ -99,12 +99,13 @@ const char *vnet_variant(void)
 	if (VNET_IS_KICK_TIMER)
 		snprintf(kparam, sizeof(kparam), ":%dus-LATENCY-PENALTY", VNET_KICK_TIMER_US);
 	snprintf(buf, sizeof(buf),
-	         "reclaim=%s%s,kick=%s%s,event_idx=%d,avail=%s,txhdr=%s,zerocopy=%d,offload=%s%s%s",
+	         "reclaim=%s%s,kick=%s%s,event_idx=%d,avail=%s,txhdr=%s,zerocopy=%d,offload=%s%s%s,"
+	         "idle=%s",
 	         reclaim[VNET_TX_RECLAIM], rparam, kick[VNET_TX_KICK], kparam, VNET_EVENT_IDX,
 	         VNET_AVAIL_BATCHED ? "batched" : "eager", VNET_TXHDR_INLINE ? "inline" : "chain",
 	         VNET_ZEROCOPY, offload[VNET_OFFLOAD],
 	         VNET_MRG_RXBUF && !VNET_WANT_LRO ? ",mrg_rxbuf=1" : "",
-	         VNET_NOTIFICATION_DATA ? ",notification_data=1" : "");
+	         VNET_NOTIFICATION_DATA ? ",notification_data=1" : "", vnet_idle_policy());
 	return buf;
 }
 
@@ -238,6 +239,11 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 		         virtio_pci_num_queues(&vn->vp));
 		return vnet_step_fail(vn, err, errlen, "step 7 (queues)", why);
 	}
+	/* Interrupts before the queues: step 5 of 4.1.5.1.3 gives each queue
+	 * its MSI-X vector. Only the halt policies want them. */
+	if (!VNET_IS_IDLE_POLL && (virtio_pci_irq_setup(&vn->vp, why, sizeof(why)) ||
+	                           halt_init(why, sizeof(why))))
+		return vnet_step_fail(vn, err, errlen, "step 7 (interrupts)", why);
 	if (virtio_pci_queue_setup(&vn->vp, &vn->rxq, VNET_RXQ,
 	                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why,
 	                           sizeof(why)) ||
@@ -374,6 +380,14 @@ static void vnet_check_link(struct vnet *vn)
 	}
 }
 
+void vnet_status_check(struct vnet *vn)
+{
+	vn->status_checked = clock_ns();
+	vn->vp.config_changed = false;
+	if (vnet_check(vn) == 0)
+		vnet_check_link(vn);
+}
+
 int vnet_poll(struct vnet *vn)
 {
 	if (vn->failed)
@@ -381,15 +395,11 @@ int vnet_poll(struct vnet *vn)
 	vnet_tx_poll(vn);
 	vnet_rx_poll(vn);
 	vn->rx_quota = VNET_RX_BUDGET;
-	if (++vn->poll_passes % VNET_STATUS_CLOCK_PASSES == 0) {
-		uint64_t now = clock_ns();
-
-		if (now - vn->status_checked >= VNET_STATUS_CHECK_NS) {
-			vn->status_checked = now;
-			if (vnet_check(vn) == 0)
-				vnet_check_link(vn);
-		}
-	}
+	if (vn->vp.config_changed)
+		vnet_status_check(vn); /* 4.1.4.5: a configuration change interrupt */
+	else if (++vn->poll_passes % VNET_STATUS_CLOCK_PASSES == 0 &&
+	         clock_ns() - vn->status_checked >= VNET_STATUS_CHECK_NS)
+		vnet_status_check(vn);
 	return vn->failed ? -VNET_EDEVICE : 0;
 }
 
@@ -430,6 +440,13 @@ void vnet_counters(const struct vnet *vn, struct vnet_counters *rx, struct vnet_
 	tx->kicks = vn->txq.stats.kicks;
 	tx->kicks_suppressed = vn->txq.stats.kicks_suppressed;
 	tx->device_errors = virtq_faults(&vn->txq);
+	rx->irqs = vn->vp.irqs[1 + VNET_RXQ];
+	tx->irqs = vn->vp.irqs[1 + VNET_TXQ];
+}
+
+const char *vnet_irq_mode(const struct vnet *vn)
+{
+	return virtio_pci_irq_mode_name(&vn->vp);
 }
 
 static void vnet_print_queue(const char *name, const struct vnet_counters *c)
@@ -444,11 +461,11 @@ static void vnet_print_queue(const char *name, const struct vnet_counters *c)
 	for (int i = 0; i < VNET_COUNTER_BUCKETS; i++)
 		printf("%s%llu", i ? "," : "", (unsigned long long)c->reclaim_hist[i]);
 	printf("],\"ring_full\":%llu,\"refills\":%llu,\"refilled\":%llu,\"drops\":%llu,"
-	       "\"csum\":%llu,\"gso\":%llu,\"bufs\":%llu,\"device_errors\":%llu}\n",
+	       "\"csum\":%llu,\"gso\":%llu,\"bufs\":%llu,\"device_errors\":%llu,\"irqs\":%llu}\n",
 	       (unsigned long long)c->ring_full, (unsigned long long)c->refills,
 	       (unsigned long long)c->refilled, (unsigned long long)c->drops,
 	       (unsigned long long)c->csum, (unsigned long long)c->gso, (unsigned long long)c->bufs,
-	       (unsigned long long)c->device_errors);
+	       (unsigned long long)c->device_errors, (unsigned long long)c->irqs);
 }
 
 void vnet_print_counters(const struct vnet *vn)
@@ -458,4 +475,5 @@ void vnet_print_counters(const struct vnet *vn)
 	vnet_counters(vn, &rx, &tx);
 	vnet_print_queue("tx", &tx);
 	vnet_print_queue("rx", &rx);
+	vnet_idle_print(vn);
 }

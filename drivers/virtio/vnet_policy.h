@@ -220,6 +220,51 @@
 #error "offload=lro needs MRG_RXBUF=1 (64 KB frames in merged 4 KiB buffers)"
 #endif
 
+/* ---- IDLE: what the main loop does when a pass found no work ----
+ * poll:     spin on the rings (the 100 %-of-a-vCPU baseline).
+ * halt:     interrupt-driven: re-arm used-buffer notifications (EVENT_IDX
+ *           used_event or NO_INTERRUPT), re-check the rings, `sti; hlt`
+ *           until an interrupt or the next timer deadline.
+ * adaptive: poll for VNET_IDLE_POLL_US after the last work, then halt
+ *           (the guest-side counterpart of vhost's poll_stop_idle, 2014).
+ * Halting needs MSI-X or INTx from the device (vnet_open() fails without). */
+#define VNET_IDLE_POLL     1
+#define VNET_IDLE_HALT     2
+#define VNET_IDLE_ADAPTIVE 3
+
+#ifndef VNET_IDLE
+#define VNET_IDLE VNET_IDLE_POLL
+#endif
+#if VNET_IDLE < VNET_IDLE_POLL || VNET_IDLE > VNET_IDLE_ADAPTIVE
+#error "VNET_IDLE: unknown value (poll|halt|adaptive)"
+#endif
+
+#ifndef VNET_IDLE_POLL_US
+#define VNET_IDLE_POLL_US 50
+#endif
+#if VNET_IDLE_POLL_US < 0 || VNET_IDLE_POLL_US > 1000000
+#error "VNET_IDLE_POLL_US must be in 0..1000000"
+#endif
+
+/* Longest single halt: also the cadence of the status/link check and the
+ * apps' own ticks (timeouts) while nothing happens. */
+#ifndef VNET_IDLE_HALT_MAX_US
+#define VNET_IDLE_HALT_MAX_US 10000
+#endif
+#if VNET_IDLE_HALT_MAX_US < 10 || VNET_IDLE_HALT_MAX_US > 1000000
+#error "VNET_IDLE_HALT_MAX_US must be in 10..1000000"
+#endif
+
+/* ---- RELAX: what an idle poll pass costs: nothing (0) or a `pause` (1).
+ * Under TCG a pause is ~20-25 us per round trip; under KVM a spinning
+ * pause loop can cause pause-loop exits. ---- */
+#ifndef VNET_RELAX_PAUSE
+#define VNET_RELAX_PAUSE 0
+#endif
+#if VNET_RELAX_PAUSE != 0 && VNET_RELAX_PAUSE != 1
+#error "VNET_RELAX_PAUSE must be 0 (none) or 1 (pause)"
+#endif
+
 /* ---- Sizes ---- */
 /* Cap on the queue size the device offers (QEMU: 256). */
 #ifndef VIRTQ_MAX_SIZE
@@ -273,5 +318,8 @@
 #define VNET_WANT_CSUM        (VNET_OFFLOAD >= VNET_OFFLOAD_CSUM)
 #define VNET_WANT_TSO         (VNET_OFFLOAD >= VNET_OFFLOAD_TSO)
 #define VNET_WANT_LRO         (VNET_OFFLOAD == VNET_OFFLOAD_LRO)
+#define VNET_IS_IDLE_POLL     (VNET_IDLE == VNET_IDLE_POLL)
+#define VNET_IS_IDLE_HALT     (VNET_IDLE == VNET_IDLE_HALT)
+#define VNET_IS_IDLE_ADAPTIVE (VNET_IDLE == VNET_IDLE_ADAPTIVE)
 
 #endif

@@ -80,6 +80,11 @@ struct vnet {
 	uint32_t tx_activity_seen; /* ... as of tx_idle_since */
 	uint64_t tx_idle_since;    /* clock_ns() when TX was last seen busy */
 
+	/* Idle policy (vnet_idle.c) */
+	uint64_t idle_sig;       /* work signature at the previous pass */
+	uint64_t idle_last_work; /* clock_ns() of the last pass that did work */
+	struct vnet_idle_stats idle;
+
 	struct vnet_counters rx, tx; /* kicks and device_errors come from the rings */
 	uint32_t poll_passes;
 	uint64_t status_checked; /* clock_ns() of the last status/link check */
@@ -104,6 +109,8 @@ static inline void vnet_trace(struct vnet *vn, char ev)
 
 /* vnet.c */
 void vnet_fail(struct vnet *vn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void vnet_status_check(struct vnet *vn); /* device status + link now */
+
 
 /* vnet_tx.c */
 void vnet_tx_setup(struct vnet *vn);
@@ -113,6 +120,7 @@ void vnet_tx_kick(struct vnet *vn);
 void vnet_tx_poll(struct vnet *vn);
 void vnet_tx_before_wait(struct vnet *vn);
 bool vnet_tx_kick_pending(const struct vnet *vn);
+void vnet_tx_reclaim_before_halt(struct vnet *vn);
 
 /* vnet_rx.c */
 void vnet_rx_setup(struct vnet *vn);

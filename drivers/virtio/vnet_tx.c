@@ -369,6 +369,16 @@ static void vnet_tx_idle_reclaim(struct vnet *vn)
 	vn->tx_idle_since = now;
 }
 
+/* Before a halt (IDLE=halt|adaptive): the TX path is idle by definition,
+ * so completions already waiting are taken back now, as the liveness
+ * reclaim would after its delay, and counted with it; the halt then only
+ * has to wake for frames the device has not completed yet. */
+void vnet_tx_reclaim_before_halt(struct vnet *vn)
+{
+	if (!VNET_IS_RECLAIM_POLL && virtq_used_pending(&vn->txq))
+		vnet_tx_take(vn, VNET_RECLAIM_ALL, true);
+}
+
 /* The TX part of one main-loop pass. Every policy but the labelled timer
  * flushes a pending kick here (deferred: this is its only kick point;
  * the others: a safety net for a caller that skipped end_burst). */

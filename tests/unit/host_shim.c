@@ -55,3 +55,79 @@ void prof_push(enum prof_stage s)
 void prof_pop(void)
 {
 }
+
+/* Interrupts and halting (kernel/irq.c, apic.c, halt.c). The halt idle
+ * policies call these; the host build has no interrupts, so a halt
+ * "sleeps" by moving the clock to its deadline, after letting the test
+ * play the device (shim_halt_hook) as if it ran during the halt. */
+void (*shim_halt_hook)(void);
+uint64_t shim_halts;
+static struct halt_stats shim_halt_st;
+
+int halt_init(char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+uint64_t halt_until(uint64_t deadline_ns)
+{
+	uint64_t t0 = shim_now_ns;
+
+	shim_halts++;
+	shim_halt_st.halts++;
+	if (shim_halt_hook)
+		shim_halt_hook();
+	if (deadline_ns > shim_now_ns)
+		shim_now_ns = deadline_ns;
+	shim_halt_st.halted_ns += shim_now_ns - t0;
+	return shim_now_ns - t0;
+}
+
+const struct halt_stats *halt_stats(void)
+{
+	return &shim_halt_st;
+}
+
+int irq_init(char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+static int shim_next_vec = 0x30;
+
+int irq_alloc(irq_fn fn, void *arg)
+{
+	(void)fn;
+	(void)arg;
+	return shim_next_vec++;
+}
+
+int irq_alloc_legacy(unsigned line, irq_fn fn, void *arg)
+{
+	(void)fn;
+	(void)arg;
+	return line < 16 ? 0x20 + (int)line : -1;
+}
+
+uint64_t irq_unexpected(void)
+{
+	return 0;
+}
+
+uint64_t irq_spurious(void)
+{
+	return 0;
+}
+
+uint64_t apic_msi_addr(void)
+{
+	return 0xfee00000ull;
+}
+
+void halt_let_pending_in(void)
+{
+}

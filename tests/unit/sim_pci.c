@@ -96,6 +96,24 @@ static void sim_pci_notify(void *ctx, uint16_t qidx, uint16_t avail_idx)
 	sim_doorbell(qidx, avail_idx);
 }
 
+/* The simulated device interrupts by counting (sim_dev.c decides per
+ * 2.7.7.2 / 2.7.10 whether a completion would raise one). */
+int virtio_pci_irq_setup(struct virtio_pci *vp, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	if ((sim.status & (VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK)) !=
+	    VIRTIO_STATUS_FEATURES_OK)
+		sim_driver_error("interrupts set up outside 3.1.1 step 7");
+	vp->irq_mode = VIRTIO_PCI_IRQ_MSIX;
+	return 0;
+}
+
+const char *virtio_pci_irq_mode_name(const struct virtio_pci *vp)
+{
+	return vp->irq_mode == VIRTIO_PCI_IRQ_MSIX ? "msix" : "none";
+}
+
 int virtio_pci_queue_setup(struct virtio_pci *vp, struct virtq *vq, uint16_t qidx, bool event_idx,
                            char *err, size_t errlen)
 {

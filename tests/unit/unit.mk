@@ -19,7 +19,7 @@ UNIT_SHARED_SRCS := tests/unit/sim_dev.c tests/unit/host_shim.c drivers/virtio/v
 UNIT_SHARED_OBJS := $(patsubst %.c,$(UNIT_DIR)/obj/%.o,$(UNIT_SHARED_SRCS))
 # Compiled per variant.
 UNIT_VNET_SRCS := tests/unit/test_vnet.c tests/unit/sim_pci.c drivers/virtio/vnet.c \
-	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c
+	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c
 
 # Every TX_RECLAIM x TX_KICK with EVENT_IDX on and off (at the default
 # offload level, tso+lro), then the other policies (avail=batched,
@@ -40,7 +40,7 @@ UNIT_OFFLOAD_VARIANTS := base-every-ei1-eager-inline-zc1 \
 	v2-burst-ei0-eager-chain-zc0 poll-timer-ei0-batched-chain-zc0-off_none-mrg-nd \
 	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd
 UNIT_OFFLOAD_SRCS := tests/unit/test_offload.c tests/unit/sim_pci.c drivers/virtio/vnet.c \
-	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c
+	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c
 UNIT_BINS := $(UNIT_DIR)/test_virtq $(UNIT_DIR)/test_virtio_pci $(foreach v,$(UNIT_VARIANTS),$(UNIT_DIR)/$(v)/test_vnet) \
 	$(foreach v,$(UNIT_OFFLOAD_VARIANTS),$(UNIT_DIR)/$(v)/test_offload)
 

@@ -1,0 +1,156 @@
+/*
+ * vnet_idle.c: what the main loop does when a pass found nothing to do
+ * (vnet_policy.h VNET_IDLE, VNET_RELAX_PAUSE).
+ *
+ * A pass "did work" when the driver's own counters moved: a frame received
+ * or sent, or a TX completion taken back. The halt policies then go to
+ * sleep in four steps, in this order:
+ *   1. nothing may stay unkicked or unreclaimed while we wait
+ *      (vnet_before_wait(), vnet_tx_reclaim_before_halt());
+ *   2. re-arm used-buffer notifications on RX (always) and on TX (only
+ *      when the ring is nearly full: a sender waits for room), re-checking
+ *      each ring after arming (virtq_enable_cb(), barrier D): a completion
+ *      that slipped in means "do not halt";
+ *   3. halt until an interrupt or the earliest of the caller's deadline,
+ *      VNET_IDLE_HALT_MAX_US, and (TX frames still in flight) the TX
+ *      liveness bound VNET_TX_IDLE_RECLAIM_US;
+ *   4. suppress notifications again: the next passes poll.
+ * Notifications are re-armed only in step 2, never while polling, so a
+ * busy guest takes no interrupts at all.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "kernel/arch.h"
+#include "kernel/kernel.h"
+#include "drivers/virtio/vnet_priv.h"
+
+const char *vnet_idle_policy(void)
+{
+	static char buf[40];
+
+	if (VNET_IS_IDLE_ADAPTIVE)
+		snprintf(buf, sizeof(buf), "adaptive:%dus", VNET_IDLE_POLL_US);
+	else
+		snprintf(buf, sizeof(buf), "%s", VNET_IS_IDLE_POLL ? "poll" : "halt");
+	if (VNET_RELAX_PAUSE)
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), ",relax=pause");
+	return buf;
+}
+
+static void vnet_idle_relax(void)
+{
+	if (VNET_RELAX_PAUSE)
+		cpu_relax();
+}
+
+/* A sender blocked on a full ring needs the TX completion to go on. */
+static bool vnet_idle_tx_waits(const struct vnet *vn)
+{
+	return virtq_num_free(&vn->txq) < VNET_TX_MAX_SEGS + 2;
+}
+
+static uint64_t vnet_idle_irqs(const struct vnet *vn)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < VIRTIO_PCI_IRQ_SLOTS; i++)
+		n += vn->vp.irqs[i];
+	return n;
+}
+
+static void vnet_idle_halt(struct vnet *vn, uint64_t now, vnet_deadline_fn deadline, void *arg)
+{
+	uint64_t until = now + VNET_IDLE_HALT_MAX_US * 1000ull;
+	uint64_t deadline_ns;
+	bool tx_arm;
+
+	/* 1. */
+	vnet_before_wait(vn);
+	vnet_tx_reclaim_before_halt(vn);
+	if (vn->failed)
+		return;
+	deadline_ns = deadline ? deadline(arg) : 0;
+	if (deadline_ns && deadline_ns < until)
+		until = deadline_ns;
+	if (virtq_chains_in_flight(&vn->txq) && now + VNET_TX_IDLE_RECLAIM_US * 1000ull < until)
+		until = now + VNET_TX_IDLE_RECLAIM_US * 1000ull;
+	/* 2. */
+	tx_arm = vnet_idle_tx_waits(vn);
+	if (virtq_enable_cb(&vn->rxq) || (tx_arm && virtq_enable_cb(&vn->txq)) ||
+	    vn->vp.config_changed) {
+		vn->idle.arm_races++;
+	} else {
+		/* 3. */
+		uint64_t timer = halt_stats()->timer_wakes;
+		uint64_t irqs = vnet_idle_irqs(vn);
+
+		vn->idle.halted_ns += halt_until(until);
+		vn->idle.halts++;
+		if (halt_stats()->timer_wakes != timer) {
+			vn->idle.timer_wakes++;
+			/* The timer ended the halt, no device interrupt came, yet
+			 * a frame is waiting: its interrupt was lost (or is still
+			 * on its way: give a latched one a chance first). */
+			if (vnet_idle_irqs(vn) == irqs && virtq_used_pending(&vn->rxq)) {
+				halt_let_pending_in();
+				if (vnet_idle_irqs(vn) == irqs)
+					vn->idle.lost_wakeups++;
+			}
+		}
+	}
+	/* 4. */
+	virtq_disable_cb(&vn->rxq);
+	if (tx_arm)
+		virtq_disable_cb(&vn->txq);
+}
+
+void vnet_idle(struct vnet *vn, vnet_deadline_fn deadline, void *arg)
+{
+	uint64_t sig = vn->rx.frames + vn->tx.frames + vn->tx.reclaimed + vn->tx.idle_reclaimed;
+	uint64_t now;
+
+	vn->idle.polls++;
+	if (sig != vn->idle_sig) {
+		vn->idle_sig = sig;
+		if (VNET_IS_IDLE_ADAPTIVE)
+			vn->idle_last_work = clock_ns();
+		return;
+	}
+	vn->idle.idle_polls++;
+	if (VNET_IS_IDLE_POLL || vn->failed) {
+		vnet_idle_relax();
+		return;
+	}
+	now = clock_ns();
+	if (VNET_IS_IDLE_ADAPTIVE && now - vn->idle_last_work < VNET_IDLE_POLL_US * 1000ull) {
+		vnet_idle_relax();
+		return;
+	}
+	vnet_idle_halt(vn, now, deadline, arg);
+}
+
+void vnet_idle_counters(const struct vnet *vn, struct vnet_idle_stats *s)
+{
+	*s = vn->idle;
+	s->irq_cfg = vn->vp.irqs[0];
+	s->irq_other = vn->vp.irqs[VIRTIO_PCI_MAX_QUEUES + 1];
+	if (!VNET_IS_IDLE_POLL)
+		s->irq_other += irq_unexpected() + irq_spurious();
+}
+
+void vnet_idle_print(const struct vnet *vn)
+{
+	struct vnet_idle_stats s;
+
+	vnet_idle_counters(vn, &s);
+	printf("IDLE {\"policy\":\"%s\",\"irq_mode\":\"%s\",\"polls\":%llu,\"idle_polls\":%llu,"
+	       "\"halts\":%llu,\"halted_us\":%llu,\"timer_wakes\":%llu,\"lost_wakeups\":%llu,"
+	       "\"arm_races\":%llu,"
+	       "\"irqs_rx\":%llu,\"irqs_tx\":%llu,\"irqs_cfg\":%llu,\"irqs_other\":%llu}\n",
+	       vnet_idle_policy(), vnet_irq_mode(vn), (unsigned long long)s.polls,
+	       (unsigned long long)s.idle_polls, (unsigned long long)s.halts,
+	       (unsigned long long)(s.halted_ns / 1000), (unsigned long long)s.timer_wakes,
+	       (unsigned long long)s.lost_wakeups, (unsigned long long)s.arm_races, (unsigned long long)vn->vp.irqs[1 + VNET_RXQ],
+	       (unsigned long long)vn->vp.irqs[1 + VNET_TXQ], (unsigned long long)s.irq_cfg,
+	       (unsigned long long)s.irq_other);
+}

@@ -1,0 +1,57 @@
+/*
+ * halt.c: sleep until an interrupt or a deadline. The LAPIC timer bounds
+ * every halt, so a guest with nothing to do still reaches its own
+ * deadlines (lwIP timers, the end of a run, a server whose client never
+ * comes) with no traffic at all.
+ */
+#include "kernel/arch.h"
+#include "kernel/kernel.h"
+
+static bool ready;
+static int timer_vec = -1;
+static struct halt_stats st;
+
+static void timer_fired(void *unused)
+{
+	(void)unused;
+}
+
+int halt_init(char *err, size_t errlen)
+{
+	if (ready)
+		return 0;
+	if (irq_init(err, errlen))
+		return -1;
+	timer_vec = irq_alloc(timer_fired, NULL);
+	apic_timer_init(timer_vec);
+	ready = true;
+	return 0;
+}
+
+uint64_t halt_until(uint64_t deadline_ns)
+{
+	uint64_t fired = irq_count(timer_vec);
+	uint64_t t0 = clock_ns();
+
+	if (deadline_ns <= t0)
+		return 0;
+	apic_timer_arm(deadline_ns);
+	cpu_sti_hlt_cli();
+	apic_timer_cancel();
+	uint64_t dt = clock_ns() - t0;
+	st.halts++;
+	st.halted_ns += dt;
+	if (irq_count(timer_vec) != fired)
+		st.timer_wakes++;
+	return dt;
+}
+
+const struct halt_stats *halt_stats(void)
+{
+	return &st;
+}
+
+void halt_let_pending_in(void)
+{
+	cpu_sti_nop_cli();
+}
