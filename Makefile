@@ -131,3 +131,8 @@ distclean: clean
 	rm -rf $(DEPS)
 
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)
+
+# `make -s print-VAR`: a make variable's value, for tests and tooling that
+# must agree with the lists kept here (e.g. print-VARIANT_IDLE_LINKED).
+print-%:
+	@echo $($*)
