@@ -11,11 +11,11 @@
 #include "kernel/arch.h"
 #include "kernel/kernel.h"
 
-#define MSR_APIC_BASE     0x1b
-#define APIC_BASE_ENABLE  (1ull << 11)
-#define APIC_BASE_X2      (1ull << 10)
-#define MSR_TSC_DEADLINE  0x6e0
-#define MSR_X2APIC_FIRST  0x800
+#define MSR_APIC_BASE    0x1b
+#define APIC_BASE_ENABLE (1ull << 11)
+#define APIC_BASE_X2     (1ull << 10)
+#define MSR_TSC_DEADLINE 0x6e0
+#define MSR_X2APIC_FIRST 0x800
 
 #define APIC_ID      0x020
 #define APIC_TPR     0x080
@@ -82,10 +82,10 @@ int apic_init(char *err, size_t errlen)
 		mmio = (uintptr_t)(base & 0x000ffffffffff000ull); /* below 4 GiB: mapped uncached */
 	present = true;
 
-	apic_write(APIC_TPR, 0);                     /* accept every priority */
-	apic_write(APIC_LVT_ERR, LVT_MASKED);        /* no error interrupts */
-	apic_write(APIC_LVT_TMR, LVT_MASKED);        /* timer off until armed */
-	apic_write(APIC_LINT0, LVT_EXTINT);          /* the 8259's output (virtual wire) */
+	apic_write(APIC_TPR, 0);              /* accept every priority */
+	apic_write(APIC_LVT_ERR, LVT_MASKED); /* no error interrupts */
+	apic_write(APIC_LVT_TMR, LVT_MASKED); /* timer off until armed */
+	apic_write(APIC_LINT0, LVT_EXTINT);   /* the 8259's output (virtual wire) */
 	apic_write(APIC_LINT1, LVT_NMI);
 	apic_write(APIC_SVR, SVR_ENABLE | IRQ_SPURIOUS_VECTOR);
 	printf("apic mode=%s id=%u timer=%s\n", x2 ? "x2apic" : "xapic", apic_id(),

@@ -17,14 +17,14 @@
 #include "kernel/arch.h"
 #include "kernel/kernel.h"
 
-#define PIC1_CMD  0x20
-#define PIC1_DATA 0x21
-#define PIC2_CMD  0xa0
-#define PIC2_DATA 0xa1
-#define PIC_EOI   0x20
+#define PIC1_CMD     0x20
+#define PIC1_DATA    0x21
+#define PIC2_CMD     0xa0
+#define PIC2_DATA    0xa1
+#define PIC_EOI      0x20
 #define PIC_READ_ISR 0x0b
-#define PIC_BASE  0x20 /* vectors 0x20-0x2f */
-#define VEC_FIRST 0x30 /* allocated from here up to 0xfe */
+#define PIC_BASE     0x20 /* vectors 0x20-0x2f */
+#define VEC_FIRST    0x30 /* allocated from here up to 0xfe */
 
 enum irq_kind { IRQ_FREE, IRQ_APIC, IRQ_PIC };
 

@@ -76,15 +76,15 @@ bool apic_x2(void);
 /* MSI address/data for a fixed, edge interrupt on this CPU (PCI 3.0 6.8.2;
  * Intel SDM 11.11). */
 uint64_t apic_msi_addr(void);
-const char *apic_timer_mode(void); /* "tsc-deadline" or "oneshot" */
-void apic_timer_init(int vector);  /* calibrates the one-shot mode */
+const char *apic_timer_mode(void);         /* "tsc-deadline" or "oneshot" */
+void apic_timer_init(int vector);          /* calibrates the one-shot mode */
 void apic_timer_arm(uint64_t deadline_ns); /* clock_ns() time; replaces any earlier */
 void apic_timer_cancel(void);
 
 /* halt.c: sleep until an interrupt or a deadline */
 struct halt_stats {
-	uint64_t halts;     /* HLTs executed */
-	uint64_t halted_ns; /* time spent in them */
+	uint64_t halts;       /* HLTs executed */
+	uint64_t halted_ns;   /* time spent in them */
 	uint64_t timer_wakes; /* halts during which the timer fired */
 };
 int halt_init(char *err, size_t errlen); /* irq_init + timer; idempotent */

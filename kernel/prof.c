@@ -50,8 +50,8 @@ void prof_snap(struct prof_snap *s)
 const char *prof_name(enum prof_stage s)
 {
 	static const char *const names[PROF_STAGES] = {
-	    "other",  "rx",      "poll", "lwip_in", "app",  "tcp_out",
-	    "ip_out", "enqueue", "kick", "reclaim", "csum", "timers", "idle",
+	    "other",   "rx",   "poll",    "lwip_in", "app",    "tcp_out", "ip_out",
+	    "enqueue", "kick", "reclaim", "csum",    "timers", "idle",
 	};
 	return s < PROF_STAGES ? names[s] : "?";
 }

@@ -23,20 +23,20 @@
 #define PCI_INTERRUPT_LINE  0x3c
 #define PCI_INTERRUPT_PIN   0x3d
 /* PCI 3.0 6.8.2: MSI-X capability and table entry layout */
-#define MSIX_CTRL           2
-#define MSIX_CTRL_ENABLE    (1u << 15)
-#define MSIX_CTRL_FMASK     (1u << 14)
-#define MSIX_TABLE          4
-#define MSIX_ENTRY_SIZE     16
-#define MSIX_ENTRY_ADDR_LO  0
-#define MSIX_ENTRY_ADDR_HI  4
-#define MSIX_ENTRY_DATA     8
-#define MSIX_ENTRY_CTRL     12
-#define MSIX_ENTRY_MASKED   1u
+#define MSIX_CTRL          2
+#define MSIX_CTRL_ENABLE   (1u << 15)
+#define MSIX_CTRL_FMASK    (1u << 14)
+#define MSIX_TABLE         4
+#define MSIX_ENTRY_SIZE    16
+#define MSIX_ENTRY_ADDR_LO 0
+#define MSIX_ENTRY_ADDR_HI 4
+#define MSIX_ENTRY_DATA    8
+#define MSIX_ENTRY_CTRL    12
+#define MSIX_ENTRY_MASKED  1u
 /* 4.1.4.5 ISR status bits */
 #define VIRTIO_PCI_ISR_QUEUE  1u
 #define VIRTIO_PCI_ISR_CONFIG 2u
-#define PCI_CAP_WALK_MAX    48 /* 256-byte config space holds at most 48 capabilities */
+#define PCI_CAP_WALK_MAX      48 /* 256-byte config space holds at most 48 capabilities */
 
 #define VIRTIO_PCI_RESET_TIMEOUT_NS 1000000000ull
 #define VIRTIO_PCI_CFG_RETRIES      100
@@ -371,8 +371,8 @@ static int virtio_pci_msix_setup(struct virtio_pci *vp, char *err, size_t errlen
 	}
 	base = pci_bar(d, (int)bir, &size, &is_io);
 	if (!base || is_io || (uint64_t)off + entries * MSIX_ENTRY_SIZE > size) {
-		snprintf(err, errlen, "MSI-X table 0x%lx+%u entries outside BAR%u", (unsigned long)off,
-		         entries, bir);
+		snprintf(err, errlen, "MSI-X table 0x%lx+%u entries outside BAR%u",
+		         (unsigned long)off, entries, bir);
 		return -1;
 	}
 	paging_map_mmio(base + off, entries * MSIX_ENTRY_SIZE);
@@ -393,12 +393,15 @@ static int virtio_pci_msix_setup(struct virtio_pci *vp, char *err, size_t errlen
 		mmio_write32(e + MSIX_ENTRY_DATA, (uint32_t)vec);
 		mmio_write32(e + MSIX_ENTRY_CTRL, 0); /* unmasked */
 	}
-	pci_cfg_write16(d, cap + MSIX_CTRL, (uint16_t)((ctrl | MSIX_CTRL_ENABLE) & ~MSIX_CTRL_FMASK));
-	pci_cfg_write16(d, PCI_COMMAND, (uint16_t)(pci_cfg_read16(d, PCI_COMMAND) | PCI_CMD_INTX_OFF));
+	pci_cfg_write16(d, cap + MSIX_CTRL,
+	                (uint16_t)((ctrl | MSIX_CTRL_ENABLE) & ~MSIX_CTRL_FMASK));
+	pci_cfg_write16(d, PCI_COMMAND,
+	                (uint16_t)(pci_cfg_read16(d, PCI_COMMAND) | PCI_CMD_INTX_OFF));
 
 	mmio_write16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_MSIX), 0);
 	if (mmio_read16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_MSIX)) != 0) {
-		snprintf(err, errlen, "device refused MSI-X entry 0 for config changes (NO_VECTOR)");
+		snprintf(err, errlen,
+		         "device refused MSI-X entry 0 for config changes (NO_VECTOR)");
 		pci_cfg_write16(d, cap + MSIX_CTRL, (uint16_t)(ctrl & ~MSIX_CTRL_ENABLE));
 		pci_cfg_write16(d, PCI_COMMAND,
 		                (uint16_t)(pci_cfg_read16(d, PCI_COMMAND) & ~PCI_CMD_INTX_OFF));
@@ -427,8 +430,8 @@ int virtio_pci_irq_setup(struct virtio_pci *vp, char *err, size_t errlen)
 	int vec = pin ? irq_alloc_legacy(line, virtio_pci_intx, vp) : -1;
 
 	if (vec < 0) {
-		snprintf(err, errlen, "no interrupt: %s, and INTx pin=%u line=%u is not routable", why,
-		         pin, line);
+		snprintf(err, errlen, "no interrupt: %s, and INTx pin=%u line=%u is not routable",
+		         why, pin, line);
 		return -1;
 	}
 	vp->irq_mode = VIRTIO_PCI_IRQ_INTX;

@@ -241,8 +241,8 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 	}
 	/* Interrupts before the queues: step 5 of 4.1.5.1.3 gives each queue
 	 * its MSI-X vector. Only the halt policies want them. */
-	if (!VNET_IS_IDLE_POLL && (virtio_pci_irq_setup(&vn->vp, why, sizeof(why)) ||
-	                           halt_init(why, sizeof(why))))
+	if (!VNET_IS_IDLE_POLL &&
+	    (virtio_pci_irq_setup(&vn->vp, why, sizeof(why)) || halt_init(why, sizeof(why))))
 		return vnet_step_fail(vn, err, errlen, "step 7 (interrupts)", why);
 	if (virtio_pci_queue_setup(&vn->vp, &vn->rxq, VNET_RXQ,
 	                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why,

@@ -122,21 +122,21 @@ struct vnet_counters {
 	uint64_t gso;           /* TX: TSO frames; RX: large-receive frames */
 	uint64_t bufs;          /* RX: buffers consumed (> frames when merged) */
 	uint64_t device_errors; /* faults detected on this queue */
-	uint64_t irqs;          /* used-buffer interrupts (halt policies; INTx: both queues' in rx) */
+	uint64_t irqs; /* used-buffer interrupts (halt policies; INTx: both queues' in rx) */
 };
 
 /* The idle policy's counters (vnet_idle_counters()); all 0 but polls and
  * idle_polls under IDLE=poll. */
 struct vnet_idle_stats {
-	uint64_t polls;       /* main-loop passes (vnet_idle() calls) */
-	uint64_t idle_polls;  /* ... that found no work */
-	uint64_t halts;       /* HLTs */
-	uint64_t halted_ns;   /* time in them */
-	uint64_t timer_wakes; /* halts the timer ended */
+	uint64_t polls;        /* main-loop passes (vnet_idle() calls) */
+	uint64_t idle_polls;   /* ... that found no work */
+	uint64_t halts;        /* HLTs */
+	uint64_t halted_ns;    /* time in them */
+	uint64_t timer_wakes;  /* halts the timer ended */
 	uint64_t lost_wakeups; /* ... with a frame waiting and no interrupt for it */
-	uint64_t arm_races;   /* halts given up: work appeared while re-arming */
-	uint64_t irq_cfg;     /* configuration-change interrupts */
-	uint64_t irq_other;   /* INTx with ISR status 0, unexpected or spurious vectors */
+	uint64_t arm_races;    /* halts given up: work appeared while re-arming */
+	uint64_t irq_cfg;      /* configuration-change interrupts */
+	uint64_t irq_other;    /* INTx with ISR status 0, unexpected or spurious vectors */
 };
 
 typedef void (*vnet_tx_done_fn)(void *arg, void *cookie);
@@ -162,7 +162,7 @@ bool vnet_kick_pending(const struct vnet *vn); /* frames published but not yet k
 /* End of a run only (not a policy point): kick everything, wait until the
  * device has completed every TX frame. 0, -1 on timeout, -VNET_EDEVICE. */
 int vnet_drain(struct vnet *vn, uint64_t timeout_ns);
-int vnet_check(struct vnet *vn);               /* read device status now; -VNET_EDEVICE if broken */
+int vnet_check(struct vnet *vn); /* read device status now; -VNET_EDEVICE if broken */
 const char *vnet_irq_mode(const struct vnet *vn); /* "msix", "intx" or "none" (IDLE=poll) */
 
 /* vnet_idle.c: the idle policy (vnet_policy.h VNET_IDLE), called once at the
@@ -175,7 +175,7 @@ typedef uint64_t (*vnet_deadline_fn)(void *arg);
 void vnet_idle(struct vnet *vn, vnet_deadline_fn deadline, void *arg);
 void vnet_idle_counters(const struct vnet *vn, struct vnet_idle_stats *s);
 void vnet_idle_print(const struct vnet *vn); /* the IDLE {...} line (also in vnet_print_counters) */
-const char *vnet_idle_policy(void); /* "poll", "halt" or "adaptive:50us", ",pause" added */
+const char *vnet_idle_policy(void);          /* "poll", "halt" or "adaptive:50us", ",pause" added */
 const char *vnet_error(const struct vnet *vn); /* first error, "" if none */
 void vnet_counters(const struct vnet *vn, struct vnet_counters *rx, struct vnet_counters *tx);
 void vnet_print_counters(const struct vnet *vn); /* COUNTERS {...} lines */

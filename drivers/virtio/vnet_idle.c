@@ -12,8 +12,9 @@
  *      each ring after arming (virtq_enable_cb(), barrier D): a completion
  *      that slipped in means "do not halt";
  *   3. halt until an interrupt or the earliest of the caller's deadline,
- *      VNET_IDLE_HALT_MAX_US, and (TX frames still in flight) the TX
- *      liveness bound VNET_TX_IDLE_RECLAIM_US;
+ *      VNET_IDLE_HALT_MAX_US, (TX frames still in flight) the TX
+ *      liveness bound VNET_TX_IDLE_RECLAIM_US, and (kick=timer) the end
+ *      of the kick hold;
  *   4. suppress notifications again: the next passes poll.
  * Notifications are re-armed only in step 2, never while polling, so a
  * busy guest takes no interrupts at all.
@@ -74,6 +75,11 @@ static void vnet_idle_halt(struct vnet *vn, uint64_t now, vnet_deadline_fn deadl
 		until = deadline_ns;
 	if (virtq_chains_in_flight(&vn->txq) && now + VNET_TX_IDLE_RECLAIM_US * 1000ull < until)
 		until = now + VNET_TX_IDLE_RECLAIM_US * 1000ull;
+	/* kick=timer keeps its hold across waits (vnet_tx_before_wait()); the
+	 * halt must end when the hold does. */
+	if (VNET_IS_KICK_TIMER && vn->tx_holding &&
+	    vn->tx_hold_since + VNET_KICK_TIMER_US * 1000ull < until)
+		until = vn->tx_hold_since + VNET_KICK_TIMER_US * 1000ull;
 	/* 2. */
 	tx_arm = vnet_idle_tx_waits(vn);
 	if (virtq_enable_cb(&vn->rxq) || (tx_arm && virtq_enable_cb(&vn->txq)) ||
@@ -150,7 +156,8 @@ void vnet_idle_print(const struct vnet *vn)
 	       vnet_idle_policy(), vnet_irq_mode(vn), (unsigned long long)s.polls,
 	       (unsigned long long)s.idle_polls, (unsigned long long)s.halts,
 	       (unsigned long long)(s.halted_ns / 1000), (unsigned long long)s.timer_wakes,
-	       (unsigned long long)s.lost_wakeups, (unsigned long long)s.arm_races, (unsigned long long)vn->vp.irqs[1 + VNET_RXQ],
+	       (unsigned long long)s.lost_wakeups, (unsigned long long)s.arm_races,
+	       (unsigned long long)vn->vp.irqs[1 + VNET_RXQ],
 	       (unsigned long long)vn->vp.irqs[1 + VNET_TXQ], (unsigned long long)s.irq_cfg,
 	       (unsigned long long)s.irq_other);
 }

@@ -111,7 +111,6 @@ static inline void vnet_trace(struct vnet *vn, char ev)
 void vnet_fail(struct vnet *vn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void vnet_status_check(struct vnet *vn); /* device status + link now */
 
-
 /* vnet_tx.c */
 void vnet_tx_setup(struct vnet *vn);
 unsigned vnet_tx_reclaim(struct vnet *vn, unsigned max);

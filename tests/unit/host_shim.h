@@ -12,7 +12,7 @@
 extern uint64_t shim_now_ns;
 extern uint64_t shim_clock_step;
 extern void (*shim_halt_hook)(void); /* runs inside halt_until(): the device during a halt */
-extern uint64_t shim_halts; /* added at every clock_ns() (0: time moves only by hand) */
+extern uint64_t shim_halts;          /* added at every clock_ns() (0: time moves only by hand) */
 void *shim_alloc(size_t size, size_t align);
 void shim_reset(void);
 

@@ -303,6 +303,49 @@ static void test_event_idx_suppression(void)
 	CHECK_EQ(0, sim_lost_wakeup(dq), "no lost wakeup");
 }
 
+/* Used-buffer notifications for the halt policies (2.7.7.2, 2.7.10):
+ * disabled, a completion raises nothing; enable_cb() with a completion
+ * already waiting says so (the caller must not halt); armed with nothing
+ * waiting, the next completion raises exactly one interrupt. */
+static void enable_cb_case(bool event_idx)
+{
+	void *tok;
+	uint32_t len;
+
+	ring_setup(8, event_idx, SIM_MANUAL);
+	for (int i = 0; i < 3; i++)
+		ring_add(1, 1 + i);
+	virtq_publish(&vq);
+	ring_kick();
+	sim_consume(dq, 3);
+	virtq_disable_cb(&vq);
+	uint64_t base = dq->interrupts;
+	sim_complete(dq, 1);
+	CHECK_EQ(base, dq->interrupts, "disabled: a completion raises no interrupt");
+	CHECK_EQ(1, virtq_enable_cb(&vq), "enable_cb sees the waiting completion (do not halt)");
+	CHECK_EQ(1, virtq_get_used(&vq, &tok, &len), "take it");
+	CHECK_EQ(0, virtq_enable_cb(&vq), "armed, nothing waiting");
+	if (event_idx)
+		CHECK_EQ(vq.last_used, *vq.used_event, "used_event = next entry to read");
+	else
+		CHECK_EQ(0, vq.avail->flags, "NO_INTERRUPT cleared");
+	sim_complete(dq, 1);
+	CHECK_EQ(base + 1, dq->interrupts, "armed: the next completion interrupts");
+	virtq_disable_cb(&vq);
+	if (!event_idx)
+		CHECK_EQ(VIRTQ_AVAIL_F_NO_INTERRUPT, vq.avail->flags, "NO_INTERRUPT set again");
+	CHECK_EQ(1, virtq_get_used(&vq, &tok, &len), "take the second");
+	sim_complete(dq, 1);
+	CHECK_EQ(base + 1, dq->interrupts, "disabled again: no interrupt");
+	CHECK_EQ(2, vq.stats.cb_enables, "two enable_cb calls counted");
+}
+
+static void test_enable_cb(void)
+{
+	enable_cb_case(true);
+	enable_cb_case(false);
+}
+
 /* More than 2^16 entries published between two decisions: the window
  * aliases, so the ring must ask for a kick rather than trust the formula. */
 static void test_unkicked_window_wrap(void)
@@ -422,6 +465,7 @@ int main(void)
 {
 	printf("test_virtq (VIRTQ_MAX_SIZE=%d)\n", VIRTQ_MAX_SIZE);
 	RUN(test_need_event_reference);
+	RUN(test_enable_cb);
 	RUN(test_round_trip);
 	RUN(test_wraparound_event_idx);
 	RUN(test_wraparound_flags);

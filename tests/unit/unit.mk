@@ -32,7 +32,10 @@ UNIT_VARIANTS := \
 	$(foreach r,base v3 after lazy,$(r)-every-ei1-eager-chain-zc1) poll-deferred-ei0-eager-chain-zc1 \
 	$(foreach r,base v1 v2 lazy poll,$(r)-burst-ei1-eager-inline-zc0) after-every-ei1-eager-chain-zc0 \
 	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd poll-timer-ei0-batched-chain-zc0-off_none-mrg-nd \
-	$(foreach o,none csum tso,base-every-ei1-eager-inline-zc1-off_$(o) v2-burst-ei0-eager-chain-zc0-off_$(o))
+	$(foreach o,none csum tso,base-every-ei1-eager-inline-zc1-off_$(o) v2-burst-ei0-eager-chain-zc0-off_$(o)) \
+	base-every-ei1-eager-inline-zc1-idle_halt base-deferred-ei0-eager-inline-zc1-idle_halt \
+	base-timer-ei1-eager-chain-zc0-idle_halt base-every-ei1-eager-inline-zc1-idle_adaptive \
+	v2-burst-ei0-eager-inline-zc1-idle_adaptive
 # The offload paths (test_offload.c) at every OFFLOAD level, plus copy +
 # chained header, and merged buffers without large receive.
 UNIT_OFFLOAD_VARIANTS := base-every-ei1-eager-inline-zc1 \
