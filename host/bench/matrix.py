@@ -16,6 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+import idle
 from procs import BenchError
 
 # Test name -> kind, the parameter that forms table rows, the headline
@@ -48,6 +49,7 @@ KEYS = {
     "seconds": ("10", "measured seconds per run"),
     "warmup": ("1", "guest warm-up seconds before measuring"),
     "baseline": ("", "column the others are compared with (default: the first variant)"),
+    "idle": ("", "idle axis (idle.py): poll budgets in us before halting, e.g. poll,0,5,10,25,50,100; every variant becomes one column per value (NAME-idle_VALUE)"),
     "rr.sizes": ("256/256", "request/response sizes, e.g. 256/256,1/1 or netperf-style 256,256 (pairs then separated by blanks)"),
     "rr.instances": ("1,25,50,100", "concurrent RR instances (table rows)"),
     "rr.burst": ("1", "outstanding transactions per instance (netperf -b)"),
@@ -198,6 +200,9 @@ class Matrix:
         if len(set(self.variants)) != len(self.variants):
             raise BenchError(f"variant listed twice in '{s['variants']}'")
         self.variant_vars = {v: table[v] for v in self.variants}
+        if s.get("idle"):
+            self.variants, self.variant_vars = idle.expand(self.variants, self.variant_vars,
+                                                           idle.parse(split_list(s["idle"])))
 
         self.tests = []
         for t in split_list(s["tests"]):

@@ -31,6 +31,7 @@ import csv
 import json
 import os
 
+import idle
 import stats
 from matrix import TESTS
 
@@ -444,4 +445,5 @@ def write_all(outdir, rows, columns, baseline, meta, plots=()):
     write_summary_csv(os.path.join(outdir, "summary.csv"), records)
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write(markdown(records, cols, baseline, meta, plots))
+        f.write("\n".join(idle.table(rows, columns)) + "\n")
     return records, cols

@@ -7,6 +7,7 @@ other. No test here judges a speed."""
 import csv
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -22,6 +23,7 @@ SMOKE = os.path.join(BENCH, "matrices", "smoke.txt")
 sys.path.insert(0, BENCH)
 
 import cpu  # noqa: E402
+import idle  # noqa: E402
 import report  # noqa: E402
 import stats  # noqa: E402
 from procs import BenchError, require_tools  # noqa: E402
@@ -265,7 +267,22 @@ def test_harness_refuses_namespace_backends_without_root(t):
         return
     if not os.path.exists("/usr/bin/setpriv"):
         raise Skip("setpriv (util-linux) missing: cannot drop root to check the refusal")
-    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", VNETBENCH,
+    # nobody must be able to read the harness: a checkout under a 0700
+    # directory (mktemp -d) is not, so run a world-readable copy.
+    tmp = tempfile.mkdtemp(prefix="vnetbench-nobody-")
+    t.cleanups.append(lambda: shutil.rmtree(tmp, ignore_errors=True))
+    os.chmod(tmp, 0o755)
+    for sub in ("host/bench", "mk"):
+        shutil.copytree(os.path.join(TOP, sub), os.path.join(tmp, sub),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(os.path.join(TOP, "Makefile"), tmp)
+    for root, dirs, files in os.walk(tmp):
+        for n in dirs:
+            os.chmod(os.path.join(root, n), 0o755)
+        for n in files:
+            os.chmod(os.path.join(root, n), 0o644)
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+                        os.path.join(tmp, "host", "bench", "vnetbench.py"),
                         "--backends", "vhost-user", "--tests", "tcp_rr"],
                        capture_output=True, text=True, timeout=60, cwd="/")
     if r.returncode != 2 or "backend vhost-user needs root" not in r.stderr or "--backends user" not in r.stderr:
@@ -709,3 +726,33 @@ def test_harness_linux_tunings_and_loopback_kinds(t):
     except BenchError as e:
         if "needs rr.role=server" not in str(e):
             raise Fail(f"rr.mps refusal: {e}")
+
+
+def test_harness_idle_axis(t):
+    """`idle = poll, 0, 50` makes one column per poll budget with the
+    IDLE make variables, a bad value is refused, and the report's idle
+    table has a row per budget with the guest's interrupts per second."""
+    r = vnetbench(["--matrix", os.path.join(BENCH, "matrices", "idle.txt"), "--list"], timeout=60)
+    cols = re.findall(r"x1 (default-idle_\S+) tap rep 1", r.stdout)
+    if r.returncode or cols != [f"default-idle_{x}" for x in ("poll", "0", "5", "10", "25", "50", "100")]:
+        raise Fail(f"idle.txt --list: expected one column per budget, got {cols} ({r.stderr[-300:]})")
+    names, vars_ = idle.expand(["v2"], {"v2": "TX_RECLAIM=v2"}, idle.parse(["poll", "0", "50"]))
+    want = {"v2-idle_poll": "TX_RECLAIM=v2 IDLE=poll", "v2-idle_0": "TX_RECLAIM=v2 IDLE=halt",
+            "v2-idle_50": "TX_RECLAIM=v2 IDLE=adaptive IDLE_POLL_US=50"}
+    if names != list(want) or vars_ != want:
+        raise Fail(f"idle.expand: {names} {vars_}")
+    try:
+        idle.parse(["fast"])
+        raise Fail("idle value 'fast' accepted")
+    except BenchError as e:
+        if "bad idle value 'fast'" not in str(e):
+            raise Fail(f"unclear refusal: {e}")
+    rows = [dict(status="ok", column=c, test="tcp_rr", backend="tap", accel="tcg", instances=1, seconds=2.0,
+                 tps=tps, lat_p50_ns=p50, lat_p99_ns=2 * p50, host_cpu_pct=cpu_, tps_per_cpu=tps / cpu_ * 100,
+                 irqs_rx=irqs, irqs_tx=0, busy_pct=busy)
+            for c, tps, p50, cpu_, irqs, busy in (("v2-idle_poll", 10000, 50000, 200.0, 0, 100.0),
+                                                   ("v2-idle_0", 8000, 60000, 100.0, 16000, 30.0))]
+    md = "\n".join(idle.table(rows, names))
+    for want_line in ("| poll | 50.0 | 100.0 | 10,000 |", "| 0 | 60.0 | 120.0 | 8,000 |", "| 8,000 | 30.0 |"):
+        if want_line not in md:
+            raise Fail(f"idle table lacks {want_line!r}:\n{md}")

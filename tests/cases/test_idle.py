@@ -183,3 +183,30 @@ def test_halt_no_lost_wakeup_irregular_rate(t):
         print(f"    {res['sent']} transactions ({res['tcp']} TCP, {res['udp']} UDP) all answered, p50 "
               f"{res['p50_us']} us p99 {res['p99_us']} us max {res['max_us']} us (TCG, tap); guest halts "
               f"{idle['halts']}, irqs_rx {idle['irqs_rx']}, timer wakes {idle['timer_wakes']}")
+
+
+def test_halt_efi_boot(t):
+    """The UEFI front-end with IDLE=halt: after ExitBootServices the LAPIC,
+    PIC and MSI-X are ours; a server with no client halts on its timer and
+    ends on time (slirp: no root needed)."""
+    import tempfile
+    out = os.path.join(BUILD, "idle-halt")
+    r = subprocess.run(["make", "-s", "-j2", "IDLE=halt", f"O={out}", "efi"], cwd=TOP, capture_output=True,
+                       text=True, timeout=900)
+    if r.returncode:
+        raise Fail(f"make IDLE=halt efi failed:\n{(r.stdout + r.stderr)[-1500:]}")
+    with tempfile.TemporaryDirectory() as d:
+        img = os.path.join(d, "halt.img")
+        r = subprocess.run(["bash", os.path.join(TOP, "host", "mkimage.sh"), img, os.path.join(out, "BOOTX64.EFI"),
+                            "app=rr rr.role=server rr.wait=2 backend=user"],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode:
+            raise Fail(f"host/mkimage.sh failed: {r.stderr.strip()}")
+        g = t.boot(image=img, timeout=90)
+    if g.banner()["boot"] != "efi":
+        raise Fail("expected an EFI boot")
+    g.expect(r'^ERROR \{"where":"rr","msg":"no request on TCP port \d+ within 2 s"\}')
+    g.expect_status(1)
+    idle = json_line(g, "IDLE")
+    if idle["irq_mode"] != "msix" or idle["timer_wakes"] == 0 or idle["halted_us"] < 1.6e6:
+        raise Fail(f"expected MSI-X set up and >= 1.6 s halted on timer wakes, IDLE says {idle}")
