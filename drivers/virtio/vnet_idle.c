@@ -87,11 +87,11 @@ static void vnet_idle_halt(struct vnet *vn, uint64_t now, vnet_deadline_fn deadl
 		vn->idle.arm_races++;
 	} else {
 		/* 3. */
-		uint64_t timer = halt_stats()->timer_wakes;
+		uint64_t timer = halt_stats()->timer_wakes, halts = halt_stats()->halts;
 		uint64_t irqs = vnet_idle_irqs(vn);
 
 		vn->idle.halted_ns += halt_until(until);
-		vn->idle.halts++;
+		vn->idle.halts += halt_stats()->halts - halts; /* 0 if the deadline had passed */
 		if (halt_stats()->timer_wakes != timer) {
 			vn->idle.timer_wakes++;
 			/* The timer ended the halt, no device interrupt came, yet
