@@ -733,7 +733,7 @@ def test_harness_idle_axis(t):
     IDLE make variables, a bad value is refused, and the report's idle
     table has a row per budget with the guest's interrupts per second."""
     r = vnetbench(["--matrix", os.path.join(BENCH, "matrices", "idle.txt"), "--list"], timeout=60)
-    cols = re.findall(r"x1 (default-idle_\S+) tap rep 1", r.stdout)
+    cols = re.findall(r"^tcp_rr \S+ x1 (default-idle_\S+) tap rep 1$", r.stdout, re.M)
     if r.returncode or cols != [f"default-idle_{x}" for x in ("poll", "0", "5", "10", "25", "50", "100")]:
         raise Fail(f"idle.txt --list: expected one column per budget, got {cols} ({r.stderr[-300:]})")
     names, vars_ = idle.expand(["v2"], {"v2": "TX_RECLAIM=v2"}, idle.parse(["poll", "0", "50"]))
