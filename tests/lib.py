@@ -296,3 +296,32 @@ class T:
         for c in reversed(self.cleanups):
             c()
         self.cleanups = []
+
+
+def wait_listening(ns, proto, port, timeout=10):
+    """A host peer just started in ns must be listening before the guest,
+    which boots in milliseconds, connects (a loaded host may take longer)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        r = ns.run(["ss", "-Hln" + ("t" if proto == "tcp" else "u"), f"sport = :{port}"],
+                   timeout=5, capture_output=True, text=True)
+        if r.stdout.strip():
+            return
+        time.sleep(0.05)
+    raise Fail(f"host peer not listening on {proto} port {port} within {timeout} s")
+
+
+def echo_guest(t, ns, kernel=None, seconds=300, args="", extra=()):
+    """The appliance's echo service (TCP/UDP port 7) on the namespace's tap."""
+    g = t.start(append=f"app=echo ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap echo.seconds={seconds} {args}",
+                net=f"tap:{ns.tap}", ns=ns, timeout=seconds + 60, kernel=kernel, extra=extra)
+    g.wait_line(r"^echo listening", timeout=30)
+    return g
+
+
+def stop_echo(ns, g):
+    """Stop the echo service over its control port; it must end cleanly."""
+    netpeer(ns, ["stop", NS_GUEST_IP], timeout=20)
+    g.wait()
+    g.expect_ok()
+    return g

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail
+from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, wait_listening
 
 GUEST_NET = f"ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap"
 RR_PORT, STREAM_PORT = 11111, 5001
@@ -126,19 +126,6 @@ def iperf_mbps(out):
     return float(rates[-1])
 
 
-def wait_listening(ns, proto, port, timeout=10):
-    """Until a host peer in the namespace has bound its port (a guest booted
-    before that is refused, more often on a loaded host)."""
-    import time
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        r = ns.run(["ss", "-Hln" + proto[0], f"sport = :{port}"], timeout=10, capture_output=True, text=True)
-        if r.stdout.strip():
-            return
-        time.sleep(0.05)
-    raise Fail(f"host peer did not listen on {proto} port {port} within {timeout}s")
-
-
 def run_peer(ns, argv, timeout):
     r = ns.run(argv, timeout=timeout, capture_output=True, text=True)
     return r.stdout + r.stderr
@@ -148,19 +135,6 @@ def serve(t, ns, app_args, listening):
     g = t.start(append=f"{app_args} {GUEST_NET}", net=f"tap:{ns.tap}", ns=ns, timeout=90)
     g.wait_line(listening, timeout=30)
     return g
-
-
-def wait_listening(ns, proto, port, timeout=10):
-    """A host peer just started in ns must be listening before the guest,
-    which boots in milliseconds, connects (a loaded host may take longer)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        r = ns.run(["ss", "-Hln" + ("t" if proto == "tcp" else "u"), f"sport = :{port}"],
-                   timeout=5, capture_output=True, text=True)
-        if r.stdout.strip():
-            return
-        time.sleep(0.05)
-    raise Fail(f"host peer not listening on {proto} port {port} within {timeout} s")
 
 
 def boot_client(t, ns, app_args, timeout=60):

@@ -12,7 +12,8 @@ import subprocess
 import sys
 import time
 
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, json_line, netpeer
+from lib import (BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, echo_guest, json_line, netpeer,
+                 stop_echo, wait_listening)
 
 GUEST_NET = f"ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap"
 RR_PORT = 11111
@@ -41,28 +42,12 @@ def halts(name):
     return "idle_halt" in name or "idle_adaptive" in name
 
 
-def wait_listening(ns, proto, port, timeout=10):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        r = ns.run(["ss", "-Hln" + proto[0], f"sport = :{port}"], timeout=5, capture_output=True, text=True)
-        if r.stdout.strip():
-            return
-        time.sleep(0.05)
-    raise Fail(f"host peer not listening on {proto} port {port} within {timeout} s")
+def echo(t, ns, name, extra=()):
+    return echo_guest(t, ns, kernel(name), seconds=120, extra=extra)
 
 
-def echo_guest(t, ns, name, seconds=120, extra=()):
-    g = t.start(append=f"app=echo echo.seconds={seconds} {GUEST_NET}", net=f"tap:{ns.tap}", ns=ns,
-                timeout=seconds + 60, kernel=kernel(name), extra=extra)
-    g.wait_line(r"^echo listening", timeout=30)
-    return g
-
-
-def stop_echo(ns, g):
-    netpeer(ns, ["stop", NS_GUEST_IP], timeout=20)
-    g.wait()
-    g.expect_ok()
-    return json_line(g, "IDLE")
+def stop(ns, g):
+    return json_line(stop_echo(ns, g), "IDLE")
 
 
 def check_halted(name, idle, what):
@@ -100,9 +85,9 @@ def test_idle_policies_integrity_and_rr_each_kick(t):
     service with SHA-256 both ways, then a 1 s TCP RR against sockperf."""
     for name in idle_variants():
         with t.netns() as ns:
-            g = echo_guest(t, ns, name)
+            g = echo(t, ns, name)
             res = netpeer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(8 << 20)], timeout=300)
-            idle = stop_echo(ns, g)
+            idle = stop(ns, g)
             check_halted(name, idle, "integrity")
         with t.netns() as ns:
             r = rr_client(t, ns, name)
@@ -116,9 +101,9 @@ def test_halt_intx_without_msix(t):
     back to the INTx line and still serves RR and integrity."""
     extra = ["-global", "virtio-net-pci.vectors=0"]
     with t.netns() as ns:
-        g = echo_guest(t, ns, HALT, extra=extra)
+        g = echo(t, ns, HALT, extra=extra)
         netpeer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(4 << 20)], timeout=300)
-        idle = stop_echo(ns, g)
+        idle = stop(ns, g)
         if idle["irq_mode"] != "intx" or idle["irqs_rx"] == 0:
             raise Fail(f"expected INTx interrupts with vectors=0, IDLE says {idle}")
         g.expect(r"^virtio-pci: intx line=\d+")
@@ -155,10 +140,10 @@ def test_halt_wakes_on_interrupt_after_long_silence(t):
     """10 s with no traffic at all, then traffic: the halted guest is
     woken by the RX interrupt and moves 1 MiB intact."""
     with t.netns() as ns:
-        g = echo_guest(t, ns, HALT)
+        g = echo(t, ns, HALT)
         time.sleep(10)
         netpeer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(1 << 20)], timeout=120)
-        idle = stop_echo(ns, g)
+        idle = stop(ns, g)
         if idle["halted_us"] < 9e6 or idle["irqs_rx"] == 0 or idle["lost_wakeups"]:
             raise Fail(f"expected >= 9 s halted, RX interrupts and no lost wake-ups, IDLE says {idle}")
 
@@ -168,14 +153,14 @@ def test_halt_no_lost_wakeup_irregular_rate(t):
     mean 20 ms, TCP and UDP mixed) under IDLE=halt: every transaction is
     answered, and no halt ended on the timer with a frame waiting."""
     with t.netns() as ns:
-        g = echo_guest(t, ns, HALT)
+        g = echo(t, ns, HALT)
         r = ns.run(IRREGULAR + [NS_GUEST_IP, "7", "30", "20", "12"], timeout=120, capture_output=True,
                    text=True)
         lines = r.stdout.strip().splitlines()
         if not lines:
             raise Fail(f"irregular.py printed nothing: {r.stderr[-400:]}")
         res = json.loads(lines[-1])
-        idle = stop_echo(ns, g)
+        idle = stop(ns, g)
         if r.returncode or res["answered"] != res["sent"] or res["sent"] < 500:
             raise Fail(f"expected every one of >= 500 transactions answered: {res}")
         if idle["lost_wakeups"] or idle["irqs_rx"] < res["sent"] // 2:

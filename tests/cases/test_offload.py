@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 
+import lib
 from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, json_line, netpeer
 
 PEER = [sys.executable, os.path.join(TOP, "tests", "tools", "netpeer.py")]
@@ -41,16 +42,11 @@ peer = netpeer
 
 
 def echo_guest(t, ns, kernel, seconds=300, args=""):
-    g = t.start(append=f"app=echo ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap echo.seconds={seconds} {args}",
-                net=f"tap:{ns.tap}", ns=ns, timeout=seconds + 60, kernel=kernel)
-    g.wait_line(r"^echo listening", timeout=30)
-    return g
+    return lib.echo_guest(t, ns, kernel, seconds, args)
 
 
 def stop_guest(ns, g):
-    peer(ns, ["stop", NS_GUEST_IP], timeout=20)
-    g.wait()
-    g.expect_ok()
+    lib.stop_echo(ns, g)
     return {k: json_line(g, k) for k in ("LWIPSTATS", "NETIF")}
 
 
