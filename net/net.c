@@ -87,6 +87,7 @@ struct vnet *net_vnet(void)
 static void fail_if_device_broken(void)
 {
 	if (vnet_check(vn) < 0) {
+		kernel_set_error_hook(NULL); /* the counters below include the IDLE line */
 		vnet_print_counters(vn);
 		kernel_error("virtio-net", "%s", vnet_error(vn));
 	}
@@ -252,6 +253,7 @@ uint64_t net_lwip_drops(void)
 
 void net_print_counters(void)
 {
+	kernel_set_error_hook(NULL); /* an ERROR after this needs no second IDLE line */
 	vnet_print_counters(vn);
 	const struct stats_mem *pool = lwip_stats.memp[MEMP_PBUF_POOL];
 	const struct stats_mem *seg = lwip_stats.memp[MEMP_TCP_SEG];
