@@ -40,8 +40,11 @@ def variant_string(name):
     words = name.split("-")[6:]
     off = next((w[4:] for w in words if w.startswith("off_")), "lro")
     off = "tso+lro" if off == "lro" else off
+    idle = next((w[5:] for w in words if w.startswith("idle_")), "poll")
+    idle = "adaptive:50us" if idle == "adaptive" else idle
+    idle += ",relax=pause" if "relax_pause" in words else ""
     return (f"reclaim={r},kick={k},event_idx={ei[2:]},avail={avail},txhdr={hdr},zerocopy={zc[2:]},"
-            f"offload={off}")
+            f"offload={off},idle={idle}")
 
 
 def check_arp_run(g, count, backend, variant=None):
