@@ -17,6 +17,8 @@
  * than the driver takes or no headroom for the virtio header (counted:
  * tx_clones; TCP never needs it).
  */
+#include <malloc.h>
+#include <stdio.h>
 #include <string.h>
 #include "drivers/virtio/vnet.h"
 #include "kernel/kernel.h"
@@ -24,6 +26,7 @@
 #include "lwip/etharp.h"
 #include "lwip/ip4.h"
 #include "lwip/ip4_frag.h"
+#include "lwip/memp.h"
 #include "lwip/pbuf.h"
 #include "lwip/stats.h"
 #include "net/net.h"
@@ -245,6 +248,31 @@ void vnetif_input_all(struct netif *netif)
 		prof_exit();
 	}
 	NETIF_SET_CHECKSUM_CTRL(netif, offload_rx_flags(0));
+}
+
+/* lwIP names its pools only in debug builds: the same X-macro list. */
+static const char *const memp_names[] = {
+#define LWIP_MEMPOOL(name, num, size, desc) #name,
+#include "lwip/priv/memp_std.h"
+};
+
+void vnetif_print_pools(struct netif *netif)
+{
+	struct vnet *vn = netif->state;
+	struct mallinfo mi = mallinfo();
+
+	printf("POOLS {\"rx_held\":%u,\"rx_ring\":%u,\"heap_used\":%lu,\"heap_arena\":%lu",
+	       vnet_rx_held(vn), vnet_rx_ring_size(vn), (unsigned long)mi.uordblks,
+	       (unsigned long)mi.arena);
+	for (int i = 0; i < MEMP_MAX; i++)
+		printf(",\"%s\":%lu", memp_names[i], (unsigned long)lwip_stats.memp[i]->used);
+	printf("}\n");
+	for (int i = 0; i < MEMP_MAX; i++)
+		if (lwip_stats.memp[i]->err)
+			printf("net warning: lwIP pool %s exhausted %u times\n", memp_names[i],
+			       lwip_stats.memp[i]->err);
+	if (lwip_stats.mem.err)
+		printf("net warning: lwIP heap allocation failed %u times\n", lwip_stats.mem.err);
 }
 
 uint64_t vnetif_tx_drops(void)
