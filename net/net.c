@@ -230,32 +230,23 @@ void net_print_counters(void)
 	const struct stats_mem *pool = lwip_stats.memp[MEMP_PBUF_POOL];
 	const struct stats_mem *seg = lwip_stats.memp[MEMP_TCP_SEG];
 	const struct vnetif_stats *ns = vnetif_stats();
-	unsigned long memp_err = 0; /* every pool: frag pbufs, reassembly, ARP queue, pcbs */
-
-	for (int i = 0; i < MEMP_MAX; i++)
-		memp_err += lwip_stats.memp[i]->err;
 	printf("NETIF {\"tx_clones\":%lu,\"tx_csum\":%lu,\"tx_tso\":%lu,\"tx_acks\":%lu,"
 	       "\"tso_conns\":%lu,\"tso_no_pcb\":%lu,\"rx_copies\":%lu,\"rx_nomem\":%lu,"
 	       "\"rx_big\":%lu,\"rx_drops\":%lu,\"ip_frags\":%lu}\n",
 	       ns->tx_clones, offload_st.tx_csum, offload_st.tx_tso, offload_st.tx_acks,
 	       offload_st.tso_conns, offload_st.tso_no_pcb, ns->rx_copies, ns->rx_nomem, ns->rx_big,
 	       ns->rx_drops, ns->ip_frags);
-	printf(
-	    "LWIPSTATS {\"link_drop\":%u,\"link_err\":%u,\"link_memerr\":%u,\"tx_drops\":%lu,"
-	    "\"etharp_drop\":%u,\"ip_drop\":%u,\"ip_chkerr\":%u,\"ip_lenerr\":%u,"
-	    "\"icmp_drop\":%u,\"udp_drop\":%u,\"udp_chkerr\":%u,\"tcp_drop\":%u,"
-	    "\"tcp_chkerr\":%u,\"tcp_rexmit\":%u,\"mem_err\":%u,"
-	    "\"pbuf_pool_used\":%lu,\"pbuf_pool_max\":%lu,\"pbuf_pool_err\":%u,"
-	    "\"tcp_seg_max\":%lu,\"tcp_seg_err\":%u,\"frag_recv\":%u,\"frag_drop\":%u,"
-	    "\"frag_memerr\":%u,\"reasm_oks\":%lu,\"reasm_fails\":%lu,\"frag_fails\":%lu,"
-	    "\"etharp_memerr\":%u,\"memp_err\":%lu}\n",
-	    lwip_stats.link.drop, lwip_stats.link.err, lwip_stats.link.memerr, vnetif_tx_drops(),
-	    lwip_stats.etharp.drop, lwip_stats.ip.drop, lwip_stats.ip.chkerr, lwip_stats.ip.lenerr,
-	    lwip_stats.icmp.drop, lwip_stats.udp.drop, lwip_stats.udp.chkerr, lwip_stats.tcp.drop,
-	    lwip_stats.tcp.chkerr, lwip_stats.mib2.tcpretranssegs, lwip_stats.mem.err,
-	    (unsigned long)pool->used, (unsigned long)pool->max, pool->err, (unsigned long)seg->max,
-	    seg->err, lwip_stats.ip_frag.recv, lwip_stats.ip_frag.drop, lwip_stats.ip_frag.memerr,
-	    (unsigned long)lwip_stats.mib2.ipreasmoks, (unsigned long)lwip_stats.mib2.ipreasmfails,
-	    (unsigned long)lwip_stats.mib2.ipfragfails, lwip_stats.etharp.memerr, memp_err);
-	vnetif_print_pools(&netif);
+	printf("LWIPSTATS {\"link_drop\":%u,\"link_err\":%u,\"link_memerr\":%u,\"tx_drops\":%lu,"
+	       "\"etharp_drop\":%u,\"ip_drop\":%u,\"ip_chkerr\":%u,\"ip_lenerr\":%u,"
+	       "\"icmp_drop\":%u,\"udp_drop\":%u,\"udp_chkerr\":%u,\"tcp_drop\":%u,"
+	       "\"tcp_chkerr\":%u,\"tcp_rexmit\":%u,\"mem_err\":%u,"
+	       "\"pbuf_pool_used\":%lu,\"pbuf_pool_max\":%lu,\"pbuf_pool_err\":%u,"
+	       "\"tcp_seg_max\":%lu,\"tcp_seg_err\":%u",
+	       lwip_stats.link.drop, lwip_stats.link.err, lwip_stats.link.memerr, vnetif_tx_drops(),
+	       lwip_stats.etharp.drop, lwip_stats.ip.drop, lwip_stats.ip.chkerr,
+	       lwip_stats.ip.lenerr, lwip_stats.icmp.drop, lwip_stats.udp.drop,
+	       lwip_stats.udp.chkerr, lwip_stats.tcp.drop, lwip_stats.tcp.chkerr,
+	       lwip_stats.mib2.tcpretranssegs, lwip_stats.mem.err, (unsigned long)pool->used,
+	       (unsigned long)pool->max, pool->err, (unsigned long)seg->max, seg->err);
+	vnetif_print_pools(&netif); /* the rest of LWIPSTATS, POOLS, a warning per exhausted pool */
 }

@@ -260,7 +260,18 @@ void vnetif_print_pools(struct netif *netif)
 {
 	struct vnet *vn = netif->state;
 	struct mallinfo mi = mallinfo();
+	unsigned long memp_err = 0; /* every pool: frag pbufs, reassembly, ARP queue, pcbs */
 
+	for (int i = 0; i < MEMP_MAX; i++)
+		memp_err += lwip_stats.memp[i]->err;
+	/* LWIPSTATS continued (net.c prints its first fields): fragments and
+	 * reassembly, ARP queue memory, all pools. */
+	printf(",\"frag_recv\":%u,\"frag_drop\":%u,\"frag_memerr\":%u,\"reasm_oks\":%lu,"
+	       "\"reasm_fails\":%lu,\"frag_fails\":%lu,\"etharp_memerr\":%u,\"memp_err\":%lu}\n",
+	       lwip_stats.ip_frag.recv, lwip_stats.ip_frag.drop, lwip_stats.ip_frag.memerr,
+	       (unsigned long)lwip_stats.mib2.ipreasmoks,
+	       (unsigned long)lwip_stats.mib2.ipreasmfails,
+	       (unsigned long)lwip_stats.mib2.ipfragfails, lwip_stats.etharp.memerr, memp_err);
 	printf("POOLS {\"rx_held\":%u,\"rx_ring\":%u,\"heap_used\":%lu,\"heap_arena\":%lu",
 	       vnet_rx_held(vn), vnet_rx_ring_size(vn), (unsigned long)mi.uordblks,
 	       (unsigned long)mi.arena);

@@ -31,36 +31,37 @@
 #define PBUF_LINK_ENCAPSULATION_HLEN 12
 
 /* ---- protocols ---- */
-#define LWIP_IPV4     1
-#define LWIP_IPV6     0 /* the benchmarks are IPv4; IPv6 would only add ND chatter */
-#define LWIP_ARP      1
-#define LWIP_ICMP     1
-#define LWIP_RAW      0
-#define LWIP_DHCP     1 /* ip=dhcp under slirp */
-#define LWIP_UDP      1
-#define LWIP_TCP      1
-#define LWIP_DNS      0
-#define LWIP_IGMP     0
-#define IP_REASSEMBLY 1
-#define IP_FRAG       1
-/* Full-size datagrams both ways (a stock guest answers `ping -s 65507`): a
- * 64 KB datagram is 45 fragments at a 1500-byte MTU. Reassembly holds each
- * fragment's zero-copy RX buffer, so room for two such datagrams at once
- * stays below the half of the RX ring after which netif.c copies frames
- * instead; the oldest incomplete datagram is evicted first (counted,
- * LWIPSTATS reasm_fails). A lost fragment pins buffers until the datagram
- * ages out: 5 s instead of lwIP's 15. */
-#define IP_REASS_MAX_PBUFS 96
-#define MEMP_NUM_REASSDATA 8
-#define IP_REASS_MAXAGE    5
-/* Sending: ip4_frag() references the datagram from one pbuf per fragment,
- * held until the device has sent it (zero-copy TX): two datagrams' worth. */
-#define MEMP_NUM_FRAG_PBUF            96
+#define LWIP_IPV4                     1
+#define LWIP_IPV6                     0 /* the benchmarks are IPv4; IPv6 would only add ND chatter */
+#define LWIP_ARP                      1
+#define LWIP_ICMP                     1
+#define LWIP_RAW                      0
+#define LWIP_DHCP                     1 /* ip=dhcp under slirp */
+#define LWIP_UDP                      1
+#define LWIP_TCP                      1
+#define LWIP_DNS                      0
+#define LWIP_IGMP                     0
+#define IP_REASSEMBLY                 1
+#define IP_FRAG                       1
 #define LWIP_NETIF_LINK_CALLBACK      1 /* link status from the device */
 #define LWIP_NETIF_STATUS_CALLBACK    1 /* print the address once DHCP binds */
 #define ETHARP_SUPPORT_STATIC_ENTRIES 0
 #define ARP_TABLE_SIZE                16
 #define ETH_PAD_SIZE                  0
+
+/* ---- full-size IP datagrams both ways (a stock guest answers `ping -s 65507`) ----
+ * A 64 KB datagram is 45 fragments at a 1500-byte MTU. Reassembly holds each
+ * fragment's zero-copy RX buffer: room for two such datagrams at once stays
+ * below the half of the RX ring after which netif.c copies frames instead.
+ * The oldest incomplete datagram is evicted first (counted: LWIPSTATS
+ * reasm_fails); a lost fragment pins buffers until its datagram ages out,
+ * 5 s instead of lwIP's 15. */
+#define IP_REASS_MAX_PBUFS 96
+#define MEMP_NUM_REASSDATA 8
+#define IP_REASS_MAXAGE    5
+/* ip4_frag() references the datagram from one pbuf per fragment, held until
+ * the device has sent it (zero-copy TX): two datagrams' worth. */
+#define MEMP_NUM_FRAG_PBUF 96
 
 /* ---- TCP sized for RR with 100+ instances and bulk streams ---- */
 #define TCP_MSS                 1460 /* 1500 MTU - 40: what we advertise and what SYNs carry */
