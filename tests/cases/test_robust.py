@@ -3,6 +3,7 @@ host peers in a private namespace, and nothing dropped without a counter.
 Crafted packets come from tests/tools/hostile.py (raw sockets)."""
 
 import json
+import subprocess
 import os
 import re
 import sys
@@ -98,3 +99,58 @@ def test_incomplete_fragments_are_counted_and_never_pin_rx(t):
         pools_back(pools)
         print(f"    {res['fragments']} orphan fragments: reasm_fails={st['reasm_fails']} "
               f"frag_memerr={st['frag_memerr']} frag_drop={st['frag_drop']}, pools back")
+
+
+# ---- 2. hostile peers ----
+
+RR_PORT = 11111
+
+
+def rr_server(t, ns, extra=""):
+    g = t.start(append=f"app=rr rr.role=server rr.warmup=0 rr.idle=30 ip={NS_GUEST_IP}/24 backend=tap {extra}",
+                net=f"tap:{ns.tap}", ns=ns, timeout=180)
+    g.wait_line(r"^rr server listening", timeout=30)
+    return g
+
+
+def sockperf_client(ns, seconds):
+    return ns.popen(["sockperf", "ping-pong", "--tcp", "-i", NS_GUEST_IP, "-p", str(RR_PORT), "-m", "64",
+                     "-t", str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def sockperf_counts(p, timeout):
+    out, _ = p.communicate(timeout=timeout)
+    m = re.search(r"SentMessages=(\d+);\s*ReceivedMessages=(\d+)", out)
+    if not m:
+        raise Fail(f"sockperf printed no message counts: {out[-600:]}")
+    return int(m.group(1)), int(m.group(2)), out
+
+
+def test_syn_flood_open_and_closed_port_while_serving(t):
+    with t.netns() as ns:
+        g = rr_server(t, ns)
+        sp = sockperf_client(ns, 12)
+        time.sleep(2)
+        for port in (RR_PORT, 12345):
+            hostile(ns, ["synflood", NS_GUEST_IP, str(port), "10000"], timeout=120)
+        sent, recv, out = sockperf_counts(sp, 60)
+        if recv < sent - 1 or sent < 100:
+            raise Fail(f"benchmark client during the SYN floods: {recv} replies to {sent} requests")
+        st, pools = stop(ns, g)
+        if st["tcp_drop"] < 9000:
+            raise Fail(f"10,000 SYNs to a closed port: expected >= 9,000 counted in tcp_drop, saw {st['tcp_drop']}")
+        if pools["TCP_PCB"]:
+            raise Fail(f"half-open connections from the flood never went away: POOLS {pools}")
+        print(f"    20,000 SYNs while serving: sockperf {recv}/{sent} answered; tcp_drop={st['tcp_drop']} "
+              f"memp_err={st['memp_err']} POOLS TCP_PCB={pools['TCP_PCB']}")
+
+
+def test_256_concurrent_connections_to_the_rr_server(t):
+    with t.netns() as ns:
+        g = rr_server(t, ns)
+        res = hostile(ns, ["conns", NS_GUEST_IP, str(RR_PORT), "256", "8"], timeout=180)
+        st, pools = stop(ns, g)
+        expect_zero("256 connections", st, ("memp_err", "tx_drops", "link_drop", "tcp_seg_err"))
+        pools_back(pools)
+        print(f"    256 connections: connected in {res['connect_s']} s, {res['answered']} replies, "
+              f"at least {res['min_per_conn']} per connection")

@@ -10,8 +10,8 @@ what it was asked.
                       sent (never the last): reassembly must give up, counted
   synflood HOST PORT N   N SYNs from random source ports (no handshake)
   conns HOST PORT N SECONDS  N concurrent TCP connections, each a sockperf
-                      ping-pong client (14-byte header), all held open for
-                      SECONDS, every reply checked
+                      ping-pong client (14-byte header: sequence, flags,
+                      length), all held open for SECONDS, every reply checked
 """
 
 import json
@@ -98,8 +98,8 @@ def synflood(host, port, n):
 
 
 def conns(host, port, n, seconds):
-    """n concurrent sockperf-framed ping-pong connections (14-byte header:
-    magic, length, sequence), one request outstanding on each."""
+    """n concurrent sockperf-framed ping-pong connections, one request
+    outstanding on each; every reply must carry its request's sequence."""
     socks = []
     t0 = time.monotonic()
     for i in range(n):
@@ -119,8 +119,8 @@ def conns(host, port, n, seconds):
 
     def send(c):
         seq[c] += 1
-        hdr = struct.pack("<IHIi", 0x4B4B4B4B, msg, seq[c], 0)[:14]
-        c.sendall(hdr.ljust(14, b"\0") + bytes(msg - 14))
+        # sockperf's header (apps/rr.c): sequence, flags CLIENT|PONG, length
+        c.sendall(struct.pack("!QHI", seq[c], 3, msg) + bytes(msg - 14))
 
     for c in socks:
         send(c)
@@ -139,7 +139,8 @@ def conns(host, port, n, seconds):
             buf[c] += b
             while len(buf[c]) >= msg:
                 reply, buf[c] = buf[c][:msg], buf[c][msg:]
-                if len(reply) != msg:
+                rseq, flags, rlen = struct.unpack("!QHI", reply[:14])
+                if rseq != seq[c] or flags != 2 or rlen != msg:
                     bad += 1
                 answered += 1
                 per_conn[c] += 1
