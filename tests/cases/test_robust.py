@@ -154,3 +154,23 @@ def test_256_concurrent_connections_to_the_rr_server(t):
         pools_back(pools)
         print(f"    256 connections: connected in {res['connect_s']} s, {res['answered']} replies, "
               f"at least {res['min_per_conn']} per connection")
+
+
+def test_zero_window_peer_does_not_stall_others(t):
+    with t.netns() as ns:
+        g = echo_guest(t, ns)
+        zw = ns.popen(HOSTILE + ["zerowin", NS_GUEST_IP, "7", "10"], stdout=subprocess.PIPE, text=True)
+        time.sleep(4)  # the zero-window peer's window is closed by now
+        t0 = time.monotonic()
+        integ = netpeer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(8 << 20)], timeout=120)
+        took = time.monotonic() - t0
+        if integ["sent_sha256"] != integ["recv_sha256"]:
+            raise Fail(f"8 MiB echo beside the zero-window peer came back wrong: {integ}")
+        out, _ = zw.communicate(timeout=60)
+        zres = json.loads(out.strip().splitlines()[-1])
+        time.sleep(1)
+        st, pools = stop(ns, g)
+        pools_back(pools)  # the peer reset: everything it pinned is back
+        expect_zero("beside a zero-window peer", st, ("memp_err", "tx_drops", "link_drop"))
+        print(f"    8 MiB echoed in {took:.1f} s beside a zero-window peer ({zres['sent']} bytes pushed at it), "
+              f"pools back")

@@ -12,6 +12,12 @@ what it was asked.
   conns HOST PORT N SECONDS  N concurrent TCP connections, each a sockperf
                       ping-pong client (14-byte header: sequence, flags,
                       length), all held open for SECONDS, every reply checked
+  zerowin HOST PORT SECONDS  an echo client that sends for SECONDS and never
+                      reads: its receive window closes (zero window) and the
+                      appliance's replies stall on it; then it resets
+  halfopen HOST PORT IFACE BYTES SRC  from the namespace's second address SRC: send
+                      BYTES, read the echo, then go silent both ways (tc drop
+                      filters on IFACE): a peer that vanished half-open
 """
 
 import json
@@ -20,6 +26,7 @@ import random
 import select
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -153,6 +160,65 @@ def conns(host, port, n, seconds):
     return 0 if bad == 0 and idle == 0 else 1
 
 
+def zerowin(host, port, seconds):
+    c = socket.socket()
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    c.settimeout(20)
+    c.connect((host, port))
+    c.setblocking(False)
+    sent = 0
+    block = bytes(65536)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        _, w, _ = select.select([], [c], [], 0.2)
+        if w:
+            try:
+                sent += c.send(block)
+            except BlockingIOError:
+                pass
+    # Unread data: close() sends a reset, as a peer that gives up would.
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.close()
+    out(test="zerowin", sent=sent, seconds=seconds)
+    return 0 if sent > 0 else 1
+
+
+def tc(*args):
+    r = subprocess.run(["tc"] + list(args), capture_output=True, text=True, timeout=10)
+    if r.returncode:
+        raise OSError(f"tc {' '.join(args)}: {r.stderr.strip()}")
+
+
+def halfopen(host, port, iface, nbytes, src):
+    c = socket.socket()
+    c.bind((src, 0))
+    c.settimeout(20)
+    c.connect((host, port))
+    data = os.urandom(nbytes)
+    c.sendall(data)
+    got = b""
+    while len(got) < nbytes:
+        b = c.recv(65536)
+        if not b:
+            break
+        got += b
+    # Silence, both ways: the appliance's segments never reach this
+    # socket, and this socket's never reach the appliance.
+    tc("qdisc", "add", "dev", iface, "ingress")
+    tc("filter", "add", "dev", iface, "parent", "ffff:", "protocol", "ip", "prio", "1", "u32",
+       "match", "ip", "dst", f"{src}/32", "action", "drop")
+    tc("qdisc", "add", "dev", iface, "root", "handle", "1:", "prio")
+    tc("filter", "add", "dev", iface, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+       "match", "ip", "src", f"{src}/32", "action", "drop")
+    c.setblocking(False)
+    try:
+        c.send(b"x" * 1000)  # dropped: the appliance waits for nothing it will see
+    except OSError:
+        pass
+    out(test="halfopen", echoed=len(got), ok=got == data)
+    os._exit(0 if got == data else 1)  # no FIN worth sending: it would be dropped
+
+
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "frags":
@@ -161,6 +227,10 @@ def main(argv):
         return synflood(argv[2], int(argv[3]), int(argv[4]))
     if cmd == "conns":
         return conns(argv[2], int(argv[3]), int(argv[4]), float(argv[5]))
+    if cmd == "zerowin":
+        return zerowin(argv[2], int(argv[3]), float(argv[4]))
+    if cmd == "halfopen":
+        return halfopen(argv[2], int(argv[3]), argv[4], int(argv[5]), argv[6])
     print(__doc__, file=sys.stderr)
     return 2
 
