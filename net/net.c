@@ -88,7 +88,7 @@ static void fail_if_device_broken(void)
 {
 	if (vnet_check(vn) < 0) {
 		vnet_print_counters(vn);
-		kernel_error("virtio-net", "%s", vnet_error(vn));
+		kernel_error("virtio-net", "%s (backend %s)", vnet_error(vn), backend);
 	}
 }
 

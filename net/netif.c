@@ -46,6 +46,7 @@ struct rx_pbuf {
 _Static_assert(sizeof(struct rx_pbuf) <= VNET_RX_PRIV_SIZE, "rx_pbuf exceeds driver scratch");
 
 static struct vnetif_stats st;
+static uint64_t last_rx_ns;   /* clock_ns() of the last frame received (0: none yet) */
 long vnetif_rx_hold_max = -1; /* net.rx_hold_max; above the ring size: half the ring */
 static uint16_t link_mtu;     /* the wire's IP MTU; netif->mtu is larger with TSO */
 
@@ -226,12 +227,15 @@ void vnetif_input_all(struct netif *netif)
 	struct vnet *vn = netif->state;
 	struct vnet_rx f;
 
-	for (;;) {
+	for (bool any = false;; any = true) {
 		prof_enter(PROF_RX);
 		int got = vnet_rx(vn, &f);
 		prof_exit();
-		if (got <= 0)
+		if (got <= 0) {
+			if (any)
+				last_rx_ns = clock_ns();
 			break;
+		}
 		/* A large-receive frame may be a full 64 KB IP packet plus its
 		 * Ethernet header: more than a pbuf's 16-bit tot_len. Check the
 		 * Ethernet header here and hand IP the packet without it. */
@@ -305,6 +309,27 @@ void vnetif_print_pools(struct netif *netif)
 			       lwip_stats.memp[i]->err);
 	if (lwip_stats.mem.err)
 		printf("net warning: lwIP heap allocation failed %u times\n", lwip_stats.mem.err);
+}
+
+const char *vnetif_silence(void)
+{
+	static char buf[160];
+	struct vnet_counters rx, tx;
+	uint64_t ms = (clock_ns() - last_rx_ns) / 1000000;
+	int n;
+
+	/* Frames the device has not completed: a backend that stopped
+	 * processing the rings (a paused switch) keeps them. */
+	vnet_counters(net_vnet(), &rx, &tx);
+	if (!last_rx_ns)
+		n = snprintf(buf, sizeof(buf), "backend %s: no frame received since boot",
+		             net_backend());
+	else
+		n = snprintf(buf, sizeof(buf), "backend %s: no frame received for %llu ms",
+		             net_backend(), (unsigned long long)ms);
+	snprintf(buf + n, sizeof(buf) - (size_t)n, ", %llu TX frames not completed by the device",
+	         (unsigned long long)(tx.frames - tx.reclaimed - tx.idle_reclaimed));
+	return buf;
 }
 
 uint64_t vnetif_tx_drops(void)
