@@ -108,3 +108,30 @@ def test_vhost_user_switch_killed_or_stalled(t):
         took, err = expect_backend_error(g, t0, what, names)
         print(f"    {what} -> ERROR in {took:.1f} s: {err[:150]}")
         b.teardown()
+
+
+def test_harness_refuses_a_truncated_interval(t):
+    """A UDP RR server cannot tell a vanished backend from clients that
+    stopped: it ends with a RESULT over the part it saw. The harness
+    (host/bench/runs.py) refuses such a RESULT as a truncated interval."""
+    import json
+    import runs
+    from procs import BenchError
+    with t.netns() as ns:
+        g = t.start(append=f"app=rr rr.role=server rr.proto=udp rr.warmup=1 {GUEST_NET} backend=tap",
+                    net=f"tap:{ns.tap}", ns=ns, timeout=60)
+        g.wait_line(r"^rr server listening", timeout=30)
+        sp = ns.popen(["sockperf", "ping-pong", "-i", NS_GUEST_IP, "-p", "11111", "-t", "8"],
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(3.5)
+        ns.run(["ip", "link", "set", ns.tap, "down"], timeout=10, check=True)
+        g.wait()
+        sp.kill()
+        res = json.loads(g.expect(r"^RESULT (\{.*\})$").group(1))
+    try:
+        runs.truncated(res, 8, 1)
+    except BenchError as e:
+        print(f"    UDP server, tap down after ~2.5 s of 7: the harness says: {e}")
+    else:
+        raise Fail(f"the harness accepted a RESULT of {res['seconds']} s measured out of ~7 s")
+    runs.truncated(dict(res, seconds=6.9), 8, 1)  # a whole interval passes
