@@ -56,6 +56,7 @@ const char *vnetif_silence(void);
  * what is in use now (RX buffers held, every lwIP pool, heap), so a run's end
  * can be compared with its warm-up; a warning per exhausted pool. */
 void vnetif_print_pools(struct netif *netif);
+void vnetif_print_pool_line(struct vnet *vn); /* the POOLS line alone, any time */
 const struct vnetif_stats *vnetif_stats(void);
 
 /* offload.c: checksum offload and TSO on the lwIP side */

@@ -281,10 +281,25 @@ static const char *const memp_names[] = {
 #include "lwip/priv/memp_std.h"
 };
 
+void vnetif_print_pool_line(struct vnet *vn)
+{
+	struct vnet_counters rx, tx;
+	struct mallinfo mi = mallinfo();
+
+	vnet_counters(vn, &rx, &tx);
+	printf("POOLS {\"rx_held\":%u,\"rx_ring\":%u,\"tx_inflight\":%llu,\"heap_used\":%lu,"
+	       "\"heap_arena\":%lu",
+	       vnet_rx_held(vn), vnet_rx_ring_size(vn),
+	       (unsigned long long)(tx.frames - tx.reclaimed - tx.idle_reclaimed),
+	       (unsigned long)mi.uordblks, (unsigned long)mi.arena);
+	for (int i = 0; i < MEMP_MAX; i++)
+		printf(",\"%s\":%lu", memp_names[i], (unsigned long)lwip_stats.memp[i]->used);
+	printf("}\n");
+}
+
 void vnetif_print_pools(struct netif *netif)
 {
 	struct vnet *vn = netif->state;
-	struct mallinfo mi = mallinfo();
 	unsigned long memp_err = 0; /* every pool: frag pbufs, reassembly, ARP queue, pcbs */
 
 	for (int i = 0; i < MEMP_MAX; i++)
@@ -297,12 +312,7 @@ void vnetif_print_pools(struct netif *netif)
 	       (unsigned long)lwip_stats.mib2.ipreasmoks,
 	       (unsigned long)lwip_stats.mib2.ipreasmfails,
 	       (unsigned long)lwip_stats.mib2.ipfragfails, lwip_stats.etharp.memerr, memp_err);
-	printf("POOLS {\"rx_held\":%u,\"rx_ring\":%u,\"heap_used\":%lu,\"heap_arena\":%lu",
-	       vnet_rx_held(vn), vnet_rx_ring_size(vn), (unsigned long)mi.uordblks,
-	       (unsigned long)mi.arena);
-	for (int i = 0; i < MEMP_MAX; i++)
-		printf(",\"%s\":%lu", memp_names[i], (unsigned long)lwip_stats.memp[i]->used);
-	printf("}\n");
+	vnetif_print_pool_line(vn);
 	for (int i = 0; i < MEMP_MAX; i++)
 		if (lwip_stats.memp[i]->err)
 			printf("net warning: lwIP pool %s exhausted %u times\n", memp_names[i],
