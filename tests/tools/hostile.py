@@ -15,9 +15,15 @@ what it was asked.
   zerowin HOST PORT SECONDS  an echo client that sends for SECONDS and never
                       reads: its receive window closes (zero window) and the
                       appliance's replies stall on it; then it resets
-  halfopen HOST PORT IFACE BYTES SRC  from the namespace's second address SRC: send
-                      BYTES, read the echo, then go silent both ways (tc drop
-                      filters on IFACE): a peer that vanished half-open
+  ooseq IFACE GUEST_MAC HOST PORT CONNS SEGS  raw TCP peers (their own
+                      address, ARP answered here): on each of CONNS
+                      connections send segments 2..SEGS+1 out of order, each
+                      twice, so they wait in the appliance's out-of-order
+                      queue, then the missing first one: the appliance must
+                      acknowledge everything
+  halfopen IFACE GUEST_MAC HOST PORT BYTES SECONDS  a raw TCP peer sends
+                      BYTES, takes the echo, then vanishes: no ACK, no ARP
+                      reply, no FIN, for SECONDS
 """
 
 import json
@@ -26,7 +32,6 @@ import random
 import select
 import socket
 import struct
-import subprocess
 import sys
 import time
 
@@ -183,40 +188,161 @@ def zerowin(host, port, seconds):
     return 0 if sent > 0 else 1
 
 
-def tc(*args):
-    r = subprocess.run(["tc"] + list(args), capture_output=True, text=True, timeout=10)
-    if r.returncode:
-        raise OSError(f"tc {' '.join(args)}: {r.stderr.strip()}")
+ETH_P_ALL = 0x0003
 
 
-def halfopen(host, port, iface, nbytes, src):
-    c = socket.socket()
-    c.bind((src, 0))
-    c.settimeout(20)
-    c.connect((host, port))
-    data = os.urandom(nbytes)
-    c.sendall(data)
-    got = b""
-    while len(got) < nbytes:
-        b = c.recv(65536)
-        if not b:
-            break
-        got += b
-    # Silence, both ways: the appliance's segments never reach this
-    # socket, and this socket's never reach the appliance.
-    tc("qdisc", "add", "dev", iface, "ingress")
-    tc("filter", "add", "dev", iface, "parent", "ffff:", "protocol", "ip", "prio", "1", "u32",
-       "match", "ip", "dst", f"{src}/32", "action", "drop")
-    tc("qdisc", "add", "dev", iface, "root", "handle", "1:", "prio")
-    tc("filter", "add", "dev", iface, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-       "match", "ip", "src", f"{src}/32", "action", "drop")
-    c.setblocking(False)
-    try:
-        c.send(b"x" * 1000)  # dropped: the appliance waits for nothing it will see
-    except OSError:
-        pass
-    out(test="halfopen", echoed=len(got), ok=got == data)
-    os._exit(0 if got == data else 1)  # no FIN worth sending: it would be dropped
+class RawPeer:
+    """A TCP peer made of raw Ethernet frames on the namespace's tap, with an
+    address and a MAC of its own that the host kernel does not own (so the
+    kernel never answers for it with resets). It answers ARP for itself
+    while `arp` is true."""
+
+    def __init__(self, iface, guest_mac, guest_ip, index):
+        self.s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        self.s.bind((iface, ETH_P_ALL))
+        self.s.settimeout(0.05)
+        self.gmac = bytes.fromhex(guest_mac.replace(":", ""))
+        self.mac = bytes([0x02, 0x00, 0x00, 0x00, 0x13, index])
+        self.gip = guest_ip
+        self.ip = f"10.77.0.{200 + index}"
+        self.arp = True
+        self.inbox = []
+
+    def send_ip(self, pkt):
+        self.s.send(self.gmac + self.mac + b"\x08\x00" + pkt)
+
+    def poll(self, seconds):
+        """Receive for up to `seconds`: answer ARP, keep TCP segments for us."""
+        end = time.monotonic() + seconds
+        while True:
+            try:
+                f = self.s.recv(65536)
+            except socket.timeout:
+                f = None
+            if f and f[6:12] == self.gmac:
+                if f[12:14] == b"\x08\x06" and f[38:42] == socket.inet_aton(self.ip) and f[20:22] == b"\x00\x01":
+                    if self.arp:
+                        self.s.send(self.gmac + self.mac + b"\x08\x06" + struct.pack("!HHBBH", 1, 0x0800, 6, 4, 2)
+                                    + self.mac + socket.inet_aton(self.ip) + f[22:28] + f[28:32])
+                elif f[12:14] == b"\x08\x00" and f[23] == 6 and f[30:34] == socket.inet_aton(self.ip):
+                    ihl = (f[14] & 15) * 4
+                    tcp = f[14 + ihl:14 + ((f[16] << 8) | f[17])]
+                    sport, dport, seq, ack, off, flags, win = struct.unpack("!HHIIBBH", tcp[:16])
+                    self.inbox.append(dict(sport=sport, dport=dport, seq=seq, ack=ack, flags=flags,
+                                           data=tcp[(off >> 4) * 4:]))
+            if time.monotonic() >= end:
+                return
+
+
+class RawConn:
+    def __init__(self, peer, dport, sport):
+        self.p, self.dport, self.sport = peer, dport, sport
+        self.iss = random.randrange(1 << 31)
+        self.rcv_nxt = 0
+        self.acked = 0  # highest ack the appliance sent us
+        self.got = 0    # echoed bytes received in order
+
+    def seg(self, off, data=b"", flags=0x10):
+        seq = (self.iss + (0 if flags & 0x02 else 1) + off) & 0xFFFFFFFF
+        tcp = struct.pack("!HHIIBBHHH", self.sport, self.dport, seq, self.rcv_nxt if flags & 0x10 else 0,
+                          5 << 4, flags, 65535, 0, 0) + data
+        pseudo = socket.inet_aton(self.p.ip) + socket.inet_aton(self.p.gip) + struct.pack("!BBH", 0, 6, len(tcp))
+        tcp = tcp[:16] + struct.pack("!H", csum(pseudo + tcp)) + tcp[18:]
+        self.p.send_ip(ip_hdr(self.p.ip, self.p.gip, 6, len(tcp), random.randrange(65536)) + tcp)
+
+    def take(self):
+        """Consume our segments from the inbox: track acks, take the echo in order."""
+        keep = []
+        for m in self.p.inbox:
+            if m["dport"] != self.sport:
+                keep.append(m)
+                continue
+            if m["flags"] & 0x12 == 0x12:
+                self.rcv_nxt = (m["seq"] + 1) & 0xFFFFFFFF
+            if m["flags"] & 0x10:
+                a = (m["ack"] - self.iss - 1) & 0xFFFFFFFF
+                if a < 1 << 30:
+                    self.acked = max(self.acked, a)
+            if m["data"] and m["seq"] == self.rcv_nxt:
+                self.rcv_nxt = (self.rcv_nxt + len(m["data"])) & 0xFFFFFFFF
+                self.got += len(m["data"])
+            if m["flags"] & 0x04:
+                raise OSError(f"port {self.sport}: the appliance reset the connection")
+        self.p.inbox = keep
+
+    def connect(self, timeout=10):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            self.seg(0, flags=0x02)
+            self.p.poll(0.3)
+            self.take()
+            if self.rcv_nxt:
+                self.seg(0)  # the handshake's ACK
+                return
+        raise OSError(f"port {self.sport}: no SYN-ACK within {timeout} s")
+
+    def wait_acked(self, n, timeout):
+        end = time.monotonic() + timeout
+        while self.acked < n and time.monotonic() < end:
+            self.p.poll(0.1)
+            self.take()
+        return self.acked >= n
+
+
+def ooseq(iface, guest_mac, host, port, nconns, nsegs):
+    peer = RawPeer(iface, guest_mac, host, 1)
+    conns = [RawConn(peer, port, 31000 + i) for i in range(nconns)]
+    for c in conns:
+        c.connect()
+    size = 1000
+    # Everything but the first segment, last first, each twice: all of it
+    # waits in the out-of-order queue (holding receive buffers).
+    for c in conns:
+        for k in range(nsegs, 0, -1):
+            for _ in range(2):
+                c.seg(k * size, bytes([k & 0xFF]) * size)
+        peer.poll(0.02)
+    peer.poll(0.5)
+    for c in conns:
+        c.take()
+    held_acks = [c.acked for c in conns]
+    # The hole filled: the appliance must acknowledge every byte.
+    for c in conns:
+        c.seg(0, b"\x00" * size)
+    total = (nsegs + 1) * size
+    ok = [c.wait_acked(total, 15) for c in conns]
+    for c in conns:
+        c.seg(c.acked, flags=0x04)  # reset: gone
+    out(test="ooseq", conns=nconns, segs=nsegs, bytes_per_conn=total, acked_before_fill=held_acks,
+        acked=[c.acked for c in conns], ok=all(ok) and all(a == 0 for a in held_acks))
+    return 0 if all(ok) and all(a == 0 for a in held_acks) else 1
+
+
+def halfopen(iface, guest_mac, host, port, nbytes, seconds):
+    peer = RawPeer(iface, guest_mac, host, 2)
+    c = RawConn(peer, port, 32000)
+    c.connect()
+    size, sent = 1000, 0
+    while sent < nbytes:
+        n = min(size, nbytes - sent)
+        c.seg(sent, os.urandom(n))
+        sent += n
+        if sent % 16000 == 0:
+            peer.poll(0.01)
+            c.take()
+            c.seg(sent)  # ack the echo so far
+    end = time.monotonic() + 15
+    while (c.got < nbytes or c.acked < nbytes) and time.monotonic() < end:
+        peer.poll(0.1)
+        c.take()
+        c.seg(sent)
+    ok = c.got == nbytes and c.acked == nbytes
+    out(test="halfopen", echoed=c.got, acked=c.acked, ok=ok, silent_s=seconds)
+    # Vanish: no ACK, no ARP reply, nothing, while the appliance retransmits.
+    peer.arp = False
+    sys.stdout.flush()
+    time.sleep(seconds)
+    return 0 if ok else 1
 
 
 def main(argv):
@@ -229,8 +355,10 @@ def main(argv):
         return conns(argv[2], int(argv[3]), int(argv[4]), float(argv[5]))
     if cmd == "zerowin":
         return zerowin(argv[2], int(argv[3]), float(argv[4]))
+    if cmd == "ooseq":
+        return ooseq(argv[2], argv[3], argv[4], int(argv[5]), int(argv[6]), int(argv[7]))
     if cmd == "halfopen":
-        return halfopen(argv[2], int(argv[3]), argv[4], int(argv[5]), argv[6])
+        return halfopen(argv[2], argv[3], argv[4], int(argv[5]), int(argv[6]), float(argv[7]))
     print(__doc__, file=sys.stderr)
     return 2
 
