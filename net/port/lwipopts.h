@@ -65,7 +65,7 @@
 
 /* ---- TCP sized for RR with 100+ instances and bulk streams ---- */
 #define TCP_MSS                 1460 /* 1500 MTU - 40: what we advertise and what SYNs carry */
-#define MEMP_NUM_TCP_PCB        320  /* 256 concurrent connections (test_robust) + TIME_WAIT + spare */
+#define MEMP_NUM_TCP_PCB        320 /* 256 concurrent connections (test_robust) + TIME_WAIT + spare */
 #define MEMP_NUM_TCP_PCB_LISTEN 8
 #define MEMP_NUM_UDP_PCB        160 /* UDP_RR instances */
 /* Windows for a bandwidth-delay product of >= 1 MB (RFC 7323 scaling):
