@@ -62,6 +62,14 @@
 /* ip4_frag() references the datagram from one pbuf per fragment, held until
  * the device has sent it (zero-copy TX): two datagrams' worth. */
 #define MEMP_NUM_FRAG_PBUF 96
+/* Frames waiting for an ARP reply are queued, not replaced: lwIP's default
+ * (ARP_QUEUEING 0) frees the previous frame for the same address without a
+ * counter, and ARP_QUEUE_LEN would drop the oldest the same way. The queue
+ * is bounded by its pool (MEMP_NUM_ARP_QUEUE, 30), whose exhaustion is
+ * counted (memp_err, a net warning line). test_robust: five replies
+ * waiting for one ARP answer all go out (1 of 5 with lwIP's default). */
+#define ARP_QUEUEING  1
+#define ARP_QUEUE_LEN 0
 
 /* ---- TCP sized for RR with 100+ instances and bulk streams ---- */
 #define TCP_MSS                 1460 /* 1500 MTU - 40: what we advertise and what SYNs carry */

@@ -233,3 +233,16 @@ def test_silent_half_open_peer_does_not_stall_others(t):
         pools_back(pools, allow=("TCP_SEG",))
         print(f"    a silent half-open peer (64 KB echoed, then nothing): 8 MiB echo and ping beside it fine; "
               f"POOLS TCP_PCB={pools['TCP_PCB']} TCP_SEG={pools['TCP_SEG']} rx_held={pools['rx_held']}")
+
+
+def test_replies_waiting_for_arp_are_queued_not_dropped(t):
+    """Five datagrams from a peer the appliance has no ARP entry for: all
+    five echoes wait for the ARP reply and go out (lwIP's default queue
+    holds one and frees the rest without a counter)."""
+    with t.netns() as ns:
+        g = echo_guest(t, ns)
+        res = hostile(ns, ["arpqueue", ns.tap, guest_mac(g), NS_GUEST_IP, "5"], timeout=30)
+        st, pools = stop(ns, g)
+        expect_zero("replies queued behind ARP", st, ("memp_err", "etharp_memerr", "udp_drop"))
+        pools_back(pools)
+        print(f"    {res['echoed']} of {res['sent']} echoes sent once ARP resolved")

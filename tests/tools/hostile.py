@@ -21,6 +21,10 @@ what it was asked.
                       twice, so they wait in the appliance's out-of-order
                       queue, then the missing first one: the appliance must
                       acknowledge everything
+  arpqueue IFACE GUEST_MAC HOST N  a raw peer the appliance has no ARP entry
+                      for sends N UDP datagrams to the echo port and answers
+                      ARP only afterwards: all N echoes must arrive (none of
+                      the replies queued behind the ARP request dropped)
   halfopen IFACE GUEST_MAC HOST PORT BYTES SECONDS  a raw TCP peer sends
                       BYTES, takes the echo, then vanishes: no ACK, no ARP
                       reply, no FIN, for SECONDS
@@ -224,6 +228,10 @@ class RawPeer:
                     if self.arp:
                         self.s.send(self.gmac + self.mac + b"\x08\x06" + struct.pack("!HHBBH", 1, 0x0800, 6, 4, 2)
                                     + self.mac + socket.inet_aton(self.ip) + f[22:28] + f[28:32])
+                elif f[12:14] == b"\x08\x00" and f[23] == 17 and f[30:34] == socket.inet_aton(self.ip):
+                    ihl = (f[14] & 15) * 4
+                    sport, dport = struct.unpack("!HH", f[14 + ihl:18 + ihl])
+                    self.inbox.append(dict(udp=True, sport=sport, dport=dport, data=f[22 + ihl:]))
                 elif f[12:14] == b"\x08\x00" and f[23] == 6 and f[30:34] == socket.inet_aton(self.ip):
                     ihl = (f[14] & 15) * 4
                     tcp = f[14 + ihl:14 + ((f[16] << 8) | f[17])]
@@ -318,6 +326,24 @@ def ooseq(iface, guest_mac, host, port, nconns, nsegs):
     return 0 if all(ok) and all(a == 0 for a in held_acks) else 1
 
 
+def arpqueue(iface, guest_mac, host, n):
+    peer = RawPeer(iface, guest_mac, host, 3)
+    peer.arp = False
+    for i in range(n):
+        payload = f"arpqueue {i}".encode()
+        udp = struct.pack("!HHHH", 33000 + i, 7, 8 + len(payload), 0) + payload
+        peer.send_ip(ip_hdr(peer.ip, host, 17, len(udp), 0x5000 + i) + udp)
+    peer.poll(0.3)  # the appliance asks for our MAC; nobody answers yet
+    peer.arp = True
+    end = time.monotonic() + 4  # lwIP repeats a pending request every second
+    got = set()
+    while len(got) < n and time.monotonic() < end:
+        peer.poll(0.2)
+        got |= {m["dport"] for m in peer.inbox if m.get("udp")}
+    out(test="arpqueue", sent=n, echoed=len(got), ok=len(got) == n)
+    return 0 if len(got) == n else 1
+
+
 def halfopen(iface, guest_mac, host, port, nbytes, seconds):
     peer = RawPeer(iface, guest_mac, host, 2)
     c = RawConn(peer, port, 32000)
@@ -357,6 +383,8 @@ def main(argv):
         return zerowin(argv[2], int(argv[3]), float(argv[4]))
     if cmd == "ooseq":
         return ooseq(argv[2], argv[3], argv[4], int(argv[5]), int(argv[6]), int(argv[7]))
+    if cmd == "arpqueue":
+        return arpqueue(argv[2], argv[3], argv[4], int(argv[5]))
     if cmd == "halfopen":
         return halfopen(argv[2], argv[3], argv[4], int(argv[5]), int(argv[6]), float(argv[7]))
     print(__doc__, file=sys.stderr)
