@@ -107,8 +107,9 @@ $(O)/vnetlab.elf: $(PVH_OBJS) $(COMMON_OBJS) linker/pvh.ld
 	$(Q)$(PVH_LINK) -o $@ $(PVH_OBJS) $(COMMON_OBJS) $(LIBS)
 
 -include boot/efi/efi.mk
-# make fuzz, make fuzz-build: libFuzzer targets for the receive path.
-include tests/fuzz/fuzz.mk
+# make fuzz, make fuzz-build: libFuzzer targets for the receive path
+# (optional: tests/mutants.py builds a tree without tests/fuzz/).
+-include tests/fuzz/fuzz.mk
 
 # The main job: benchmarks against host peers (host/run.sh lists the
 # settings: TEST= ROLE= REQ= RESP= INSTANCES= BURST= MSG= DURATION= WARMUP=
