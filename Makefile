@@ -63,13 +63,15 @@ PVH_OBJS    := $(call obj,$(PVH_SRCS))
 .DEFAULT_GOAL := all
 include mk/variants.mk
 
-.PHONY: all deps pvh efi image run test bench variants clean distclean help format
+.PHONY: all deps pvh efi image run test bench soak variants clean distclean help format
 all: pvh efi
 
 help:
 	@echo "make            build build/vnetlab.elf (PVH) and build/BOOTX64.EFI"
 	@echo "make run        benchmark the appliance against host peers (TEST=, ROLE=, REQ=, ...)"
 	@echo "make test       install what is missing, build, run all tests"
+	@echo "make soak       RR and STREAM 30 min each: pools and p99 at the end vs after warm-up"
+	@echo "make fuzz       the receive path under libFuzzer, 10 min per target (FUZZ_SECONDS=)"
 	@echo "make bench      benchmark matrix (BENCH_ARGS=\"--matrix FILE ...\"), see host/bench/README.md"
 	@echo "make variants   compile every driver policy combination; make unit: host unit tests"
 	@echo "make image      GPT disk image with an EFI system partition"
@@ -105,6 +107,9 @@ $(O)/vnetlab.elf: $(PVH_OBJS) $(COMMON_OBJS) linker/pvh.ld
 	$(Q)$(PVH_LINK) -o $@ $(PVH_OBJS) $(COMMON_OBJS) $(LIBS)
 
 -include boot/efi/efi.mk
+# make fuzz, make fuzz-build: libFuzzer targets for the receive path
+# (optional: tests/mutants.py builds a tree without tests/fuzz/).
+-include tests/fuzz/fuzz.mk
 
 # The main job: benchmarks against host peers (host/run.sh lists the
 # settings: TEST= ROLE= REQ= RESP= INSTANCES= BURST= MSG= DURATION= WARMUP=
@@ -114,6 +119,12 @@ run: pvh
 
 test: deps
 	bash tests/run.sh
+
+# Soak (not in CI): RR and STREAM 30 minutes each; pools at the end equal
+# those after warm-up, last 5-minute window within 10 % of the first.
+SOAK_ARGS ?= --seconds 1800 --window 300
+soak: pvh
+	python3 tests/soak.py $(SOAK_ARGS)
 
 # Benchmark matrix (host/bench/vnetbench.py; results in results/<timestamp>/):
 #   make bench BENCH_ARGS="--matrix host/bench/matrices/small.txt"

@@ -1,11 +1,14 @@
 /*
  * ctl.c: a UDP control port for serving apps (echo, the benchmark
  * servers). A datagram "stop" makes the app finish cleanly: print its
- * result and counters, then exit 0. Anything else is answered with "?".
+ * result and counters, then exit 0. "pools" prints a POOLS line now (what
+ * is in use: RX buffers, TX slots, lwIP pools, heap), for soak runs that
+ * compare a run's end with its warm-up. Anything else is answered with "?".
  */
 #include <string.h>
 #include "apps/apps.h"
 #include "lwip/udp.h"
+#include "net/net.h"
 
 static bool stop;
 
@@ -16,11 +19,13 @@ static void ctl_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_ad
 	char buf[8] = "";
 	pbuf_copy_partial(p, buf, sizeof(buf) - 1, 0);
 	pbuf_free(p);
-	bool is_stop = !strncmp(buf, "stop", 4);
+	bool is_stop = !strncmp(buf, "stop", 4), is_pools = !strncmp(buf, "pools", 5);
 	stop |= is_stop;
-	struct pbuf *r = pbuf_alloc(PBUF_TRANSPORT, is_stop ? 3 : 1, PBUF_RAM);
+	if (is_pools)
+		vnetif_print_pool_line(net_vnet());
+	struct pbuf *r = pbuf_alloc(PBUF_TRANSPORT, is_stop || is_pools ? 3 : 1, PBUF_RAM);
 	if (r) {
-		memcpy(r->payload, is_stop ? "ok\n" : "?", r->len);
+		memcpy(r->payload, is_stop || is_pools ? "ok\n" : "?", r->len);
 		udp_sendto(pcb, r, addr, port);
 		pbuf_free(r);
 	}

@@ -21,8 +21,10 @@
  *                instance (netperf -b), 1..64; rr.timeout=S [5] longest silence
  *                from the peer; rr.loss_ms=MS [200] UDP request given up after
  *   server only: rr.wait=S [60] for the first request; rr.idle=S [2] end this
- *                long after the last request (TCP: also when all clients closed);
- *                a "stop" datagram on the control port ends at once.
+ *                long after the last request (TCP: also when all clients closed;
+ *                idle with TCP connections still open is an ERROR: a client or
+ *                the backend vanished); a "stop" datagram on the control port
+ *                ends at once.
  *
  * Latency: client role, request sent to response received (TSC). Server
  * role, the interval between two answered requests of one instance: the

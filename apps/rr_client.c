@@ -343,8 +343,9 @@ static void tick(void *unused)
 	(void)unused;
 	uint64_t now = clock_ns();
 	if (now - last_reply_ns > rr_cfg.timeout_s * 1000000000ull)
-		kernel_error("rr", "no reply from %s:%u for %lu s (%lu transactions measured)",
-		             peer_str(), rr_cfg.port, rr_cfg.timeout_s, rr_st.transactions);
+		kernel_error("rr", "no reply from %s:%u for %lu s (%lu transactions measured; %s)",
+		             peer_str(), rr_cfg.port, rr_cfg.timeout_s, rr_st.transactions,
+		             vnetif_silence());
 	if (rr_cfg.udp && now >= next_loss_scan_ns) {
 		scan_losses(now);
 		next_loss_scan_ns = now + LOSS_SCAN_NS;

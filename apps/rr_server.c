@@ -343,6 +343,15 @@ void rr_server_run(void)
 		             c->warmup);
 	rr_measure_begin();
 	net_run(clients_gone, NULL, c->seconds * 1000000000ull, NULL);
+	/* Clients close their connections when they finish; silence with
+	 * connections still open means a client or the backend vanished
+	 * mid-run, and the interval measured so far is not a result. */
+	if (!c->udp && conns_open && !ctl_stop_requested() &&
+	    clock_ns() - last_req_ns > c->idle_s * 1000000000ull)
+		kernel_error("rr",
+		             "no request for %lu s while %u connection(s) stay open: a client or "
+		             "the backend went away mid-run (%s)",
+		             c->idle_s, conns_open, vnetif_silence());
 	rr_measure_end(last_req_ns);
 	if (listener)
 		tcp_close(listener);

@@ -23,8 +23,10 @@
  *   client only: stream.peer=IP [10.0.2.2], stream.timeout=S [5] longest
  *                       time without progress
  *   server only: stream.wait=S [60] for the first client, stream.idle=S [2]
- *                       end this long after the last data; a "stop" datagram
- *                       on the control port ends at once
+ *                       end this long after the last data (an ERROR while
+ *                       connections stay open: a client or the backend
+ *                       vanished); a "stop" datagram on the control port
+ *                       ends at once
  *
  * Throughput counts payload acknowledged by the peer (sending) or received
  * (receiving) inside the measured interval; the iperf header is excluded.

@@ -162,8 +162,8 @@ static void tick(void *unused)
 		if (conns[i].pcb && conns[i].sending)
 			stream_send(&conns[i]);
 	if (clock_ns() - stream_st.last_data_ns > stream_cfg.timeout_s * 1000000000ull)
-		kernel_error("stream", "no data moved to or from %s:%u for %lu s", peer_str(),
-		             stream_cfg.port, stream_cfg.timeout_s);
+		kernel_error("stream", "no data moved to or from %s:%u for %lu s (%s)", peer_str(),
+		             stream_cfg.port, stream_cfg.timeout_s, vnetif_silence());
 }
 
 void stream_client_run(void)

@@ -279,6 +279,14 @@ void stream_server_run(void)
 		             c->warmup);
 	stream_measure_begin();
 	net_run(clients_gone, NULL, c->seconds * 1000000000ull, tick);
+	/* As in rr_server.c: silence with connections still open is a client
+	 * or backend that vanished, not the end of a measurement. */
+	if (conns_open && !ctl_stop_requested() &&
+	    clock_ns() - stream_st.last_data_ns > c->idle_s * 1000000000ull)
+		kernel_error("stream",
+		             "no data for %lu s while %u connection(s) stay open: a client or the "
+		             "backend went away mid-run (%s)",
+		             c->idle_s, conns_open, vnetif_silence());
 	stream_measure_end(stream_st.last_data_ns);
 	tcp_close(listener);
 	net_run(NULL, NULL, 200000000ull, NULL);

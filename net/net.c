@@ -89,7 +89,7 @@ static void fail_if_device_broken(void)
 	if (vnet_check(vn) < 0) {
 		kernel_set_error_hook(NULL); /* the counters below include the IDLE line */
 		vnet_print_counters(vn);
-		kernel_error("virtio-net", "%s", vnet_error(vn));
+		kernel_error("virtio-net", "%s (backend %s)", vnet_error(vn), backend);
 	}
 }
 
@@ -269,15 +269,12 @@ void net_print_counters(void)
 	       "\"icmp_drop\":%u,\"udp_drop\":%u,\"udp_chkerr\":%u,\"tcp_drop\":%u,"
 	       "\"tcp_chkerr\":%u,\"tcp_rexmit\":%u,\"mem_err\":%u,"
 	       "\"pbuf_pool_used\":%lu,\"pbuf_pool_max\":%lu,\"pbuf_pool_err\":%u,"
-	       "\"tcp_seg_max\":%lu,\"tcp_seg_err\":%u}\n",
+	       "\"tcp_seg_max\":%lu,\"tcp_seg_err\":%u",
 	       lwip_stats.link.drop, lwip_stats.link.err, lwip_stats.link.memerr, vnetif_tx_drops(),
 	       lwip_stats.etharp.drop, lwip_stats.ip.drop, lwip_stats.ip.chkerr,
 	       lwip_stats.ip.lenerr, lwip_stats.icmp.drop, lwip_stats.udp.drop,
 	       lwip_stats.udp.chkerr, lwip_stats.tcp.drop, lwip_stats.tcp.chkerr,
 	       lwip_stats.mib2.tcpretranssegs, lwip_stats.mem.err, (unsigned long)pool->used,
 	       (unsigned long)pool->max, pool->err, (unsigned long)seg->max, seg->err);
-	if (pool->err || seg->err || lwip_stats.mem.err)
-		printf("net warning: lwIP pool exhaustion (pbuf_pool_err=%u tcp_seg_err=%u "
-		       "mem_err=%u)\n",
-		       pool->err, seg->err, lwip_stats.mem.err);
+	vnetif_print_pools(&netif); /* the rest of LWIPSTATS, POOLS, a warning per exhausted pool */
 }

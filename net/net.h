@@ -49,6 +49,14 @@ extern long vnetif_rx_hold_max;             /* net.rx_hold_max (net.c sets it be
 err_t vnetif_init(struct netif *netif);     /* netif_add() init callback; state = struct vnet * */
 void vnetif_input_all(struct netif *netif); /* hand every received frame to lwIP */
 uint64_t vnetif_tx_drops(void);
+/* "backend tap: no frame received for N ms", for the ERROR line of a run
+ * whose peer went silent: says whether the wire itself went quiet. */
+const char *vnetif_silence(void);
+/* The end of LWIPSTATS (fragments, reassembly, pool errors), then POOLS {...}:
+ * what is in use now (RX buffers held, every lwIP pool, heap), so a run's end
+ * can be compared with its warm-up; a warning per exhausted pool. */
+void vnetif_print_pools(struct netif *netif);
+void vnetif_print_pool_line(struct vnet *vn); /* the POOLS line alone, any time */
 const struct vnetif_stats *vnetif_stats(void);
 
 /* offload.c: checksum offload and TSO on the lwIP side */

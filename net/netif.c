@@ -17,6 +17,8 @@
  * than the driver takes or no headroom for the virtio header (counted:
  * tx_clones; TCP never needs it).
  */
+#include <malloc.h>
+#include <stdio.h>
 #include <string.h>
 #include "drivers/virtio/vnet.h"
 #include "kernel/kernel.h"
@@ -24,6 +26,7 @@
 #include "lwip/etharp.h"
 #include "lwip/ip4.h"
 #include "lwip/ip4_frag.h"
+#include "lwip/memp.h"
 #include "lwip/pbuf.h"
 #include "lwip/stats.h"
 #include "net/net.h"
@@ -33,6 +36,7 @@
  * dropping the frame (counted; TCP retransmits it). */
 #define TX_FULL_WAIT_NS 20000000ull
 #define ETH_HLEN        14
+#define ARP_LEN         28 /* an Ethernet/IPv4 ARP packet */
 
 struct rx_pbuf {
 	struct pbuf_custom pc;
@@ -42,6 +46,7 @@ struct rx_pbuf {
 _Static_assert(sizeof(struct rx_pbuf) <= VNET_RX_PRIV_SIZE, "rx_pbuf exceeds driver scratch");
 
 static struct vnetif_stats st;
+static uint64_t last_rx_ns;   /* clock_ns() of the last frame received (0: none yet) */
 long vnetif_rx_hold_max = -1; /* net.rx_hold_max; above the ring size: half the ring */
 static uint16_t link_mtu;     /* the wire's IP MTU; netif->mtu is larger with TSO */
 
@@ -203,17 +208,34 @@ static struct pbuf *rx_pbuf(struct vnet *vn, const struct vnet_rx *f, uint32_t s
 	return p;
 }
 
+/* lwIP 2.1.3 reads a whole ARP packet (etharp_input) and the IPv4 length
+ * field (ip4_input) before checking that the frame holds them; found by
+ * tests/fuzz/fuzz_netif (regression inputs arp-truncated-38-bytes,
+ * ipv4-header-truncated). Such frames are dropped here, counted. */
+static bool too_short(const struct vnet_rx *f)
+{
+	const uint8_t *eth = f->buf[0].data;
+
+	if (f->buf[0].len < ETH_HLEN || eth[12] != 0x08)
+		return false;
+	return (eth[13] == 0x06 && f->len < ETH_HLEN + ARP_LEN) ||
+	       (eth[13] == 0x00 && f->len < ETH_HLEN + IP_HLEN);
+}
+
 void vnetif_input_all(struct netif *netif)
 {
 	struct vnet *vn = netif->state;
 	struct vnet_rx f;
 
-	for (;;) {
+	for (bool any = false;; any = true) {
 		prof_enter(PROF_RX);
 		int got = vnet_rx(vn, &f);
 		prof_exit();
-		if (got <= 0)
+		if (got <= 0) {
+			if (any)
+				last_rx_ns = clock_ns();
 			break;
+		}
 		/* A large-receive frame may be a full 64 KB IP packet plus its
 		 * Ethernet header: more than a pbuf's 16-bit tot_len. Check the
 		 * Ethernet header here and hand IP the packet without it. */
@@ -225,6 +247,12 @@ void vnetif_input_all(struct netif *netif)
 		            memcmp(eth, netif->hwaddr, ETH_HWADDR_LEN))) {
 			LINK_STATS_INC(link.drop);
 			st.rx_drops++;
+			vnet_rx_release_frame(vn, &f);
+			continue;
+		}
+		if (!big && too_short(&f)) {
+			LINK_STATS_INC(link.lenerr);
+			LINK_STATS_INC(link.drop);
 			vnet_rx_release_frame(vn, &f);
 			continue;
 		}
@@ -245,6 +273,73 @@ void vnetif_input_all(struct netif *netif)
 		prof_exit();
 	}
 	NETIF_SET_CHECKSUM_CTRL(netif, offload_rx_flags(0));
+}
+
+/* lwIP names its pools only in debug builds: the same X-macro list. */
+static const char *const memp_names[] = {
+#define LWIP_MEMPOOL(name, num, size, desc) #name,
+#include "lwip/priv/memp_std.h"
+};
+
+void vnetif_print_pool_line(struct vnet *vn)
+{
+	struct vnet_counters rx, tx;
+	struct mallinfo mi = mallinfo();
+
+	vnet_counters(vn, &rx, &tx);
+	printf("POOLS {\"rx_held\":%u,\"rx_ring\":%u,\"tx_inflight\":%llu,\"heap_used\":%lu,"
+	       "\"heap_arena\":%lu",
+	       vnet_rx_held(vn), vnet_rx_ring_size(vn),
+	       (unsigned long long)(tx.frames - tx.reclaimed - tx.idle_reclaimed),
+	       (unsigned long)mi.uordblks, (unsigned long)mi.arena);
+	for (int i = 0; i < MEMP_MAX; i++)
+		printf(",\"%s\":%lu", memp_names[i], (unsigned long)lwip_stats.memp[i]->used);
+	printf("}\n");
+}
+
+void vnetif_print_pools(struct netif *netif)
+{
+	struct vnet *vn = netif->state;
+	unsigned long memp_err = 0; /* every pool: frag pbufs, reassembly, ARP queue, pcbs */
+
+	for (int i = 0; i < MEMP_MAX; i++)
+		memp_err += lwip_stats.memp[i]->err;
+	/* LWIPSTATS continued (net.c prints its first fields): fragments and
+	 * reassembly, ARP queue memory, all pools. */
+	printf(",\"frag_recv\":%u,\"frag_drop\":%u,\"frag_memerr\":%u,\"reasm_oks\":%lu,"
+	       "\"reasm_fails\":%lu,\"frag_fails\":%lu,\"etharp_memerr\":%u,\"memp_err\":%lu}\n",
+	       lwip_stats.ip_frag.recv, lwip_stats.ip_frag.drop, lwip_stats.ip_frag.memerr,
+	       (unsigned long)lwip_stats.mib2.ipreasmoks,
+	       (unsigned long)lwip_stats.mib2.ipreasmfails,
+	       (unsigned long)lwip_stats.mib2.ipfragfails, lwip_stats.etharp.memerr, memp_err);
+	vnetif_print_pool_line(vn);
+	for (int i = 0; i < MEMP_MAX; i++)
+		if (lwip_stats.memp[i]->err)
+			printf("net warning: lwIP pool %s exhausted %u times\n", memp_names[i],
+			       lwip_stats.memp[i]->err);
+	if (lwip_stats.mem.err)
+		printf("net warning: lwIP heap allocation failed %u times\n", lwip_stats.mem.err);
+}
+
+const char *vnetif_silence(void)
+{
+	static char buf[160];
+	struct vnet_counters rx, tx;
+	uint64_t ms = (clock_ns() - last_rx_ns) / 1000000;
+	int n;
+
+	/* Frames the device has not completed: a backend that stopped
+	 * processing the rings (a paused switch) keeps them. */
+	vnet_counters(net_vnet(), &rx, &tx);
+	if (!last_rx_ns)
+		n = snprintf(buf, sizeof(buf), "backend %s: no frame received since boot",
+		             net_backend());
+	else
+		n = snprintf(buf, sizeof(buf), "backend %s: no frame received for %llu ms",
+		             net_backend(), (unsigned long long)ms);
+	snprintf(buf + n, sizeof(buf) - (size_t)n, ", %llu TX frames not completed by the device",
+	         (unsigned long long)(tx.frames - tx.reclaimed - tx.idle_reclaimed));
+	return buf;
 }
 
 uint64_t vnetif_tx_drops(void)

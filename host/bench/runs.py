@@ -111,6 +111,23 @@ def hist_of(lines):
     return None
 
 
+# A RESULT over much less than the interval asked for is not a result: the
+# peer or the backend went away mid-run (a UDP server cannot tell; it ends
+# when requests stop). The guest's own interval excludes the warm-up.
+TRUNCATED_FRACTION = 0.6
+
+
+def truncated(obj, seconds, warmup):
+    """BenchError when the guest's measured interval is a truncated one."""
+    if not seconds or obj.get("seconds") is None or obj.get("test") == "ping":
+        return
+    want = max(float(seconds) - float(warmup or 0), 1.0)
+    got = float(obj["seconds"])
+    if got < TRUNCATED_FRACTION * want:
+        raise BenchError(f"the guest measured {got:.2f} s of the ~{want:.0f} s asked: a truncated interval "
+                         f"(peer or backend gone mid-run?), not a result")
+
+
 EXIT_LINE = re.compile(r"^(?:vnetlab|vnetlab-linux|vnetlab-loopback) exit status=(\d+)$")
 
 
@@ -232,6 +249,7 @@ def execute(run, m, guest, logdir):
                              f"{'status ' + str(said) if said is not None else 'nothing'} (both must be 0); "
                              f"console tail:\n{boot.proc.tail()}")
 
+        truncated(obj, run.params.get("seconds"), m.warmup)
         for k, v in obj.items():
             row[("guest_" + k) if k in RESULT_META else k] = v
         h = hist_of(boot.proc.text("out"))

@@ -49,9 +49,31 @@
 #define ARP_TABLE_SIZE                16
 #define ETH_PAD_SIZE                  0
 
+/* ---- full-size IP datagrams both ways (a stock guest answers `ping -s 65507`) ----
+ * A 64 KB datagram is 45 fragments at a 1500-byte MTU. Reassembly holds each
+ * fragment's zero-copy RX buffer: room for two such datagrams at once stays
+ * below the half of the RX ring after which netif.c copies frames instead.
+ * The oldest incomplete datagram is evicted first (counted: LWIPSTATS
+ * reasm_fails); a lost fragment pins buffers until its datagram ages out,
+ * 5 s instead of lwIP's 15. */
+#define IP_REASS_MAX_PBUFS 96
+#define MEMP_NUM_REASSDATA 8
+#define IP_REASS_MAXAGE    5
+/* ip4_frag() references the datagram from one pbuf per fragment, held until
+ * the device has sent it (zero-copy TX): two datagrams' worth. */
+#define MEMP_NUM_FRAG_PBUF 96
+/* Frames waiting for an ARP reply are queued, not replaced: lwIP's default
+ * (ARP_QUEUEING 0) frees the previous frame for the same address without a
+ * counter, and ARP_QUEUE_LEN would drop the oldest the same way. The queue
+ * is bounded by its pool (MEMP_NUM_ARP_QUEUE, 30), whose exhaustion is
+ * counted (memp_err, a net warning line). test_robust: five replies
+ * waiting for one ARP answer all go out (1 of 5 with lwIP's default). */
+#define ARP_QUEUEING  1
+#define ARP_QUEUE_LEN 0
+
 /* ---- TCP sized for RR with 100+ instances and bulk streams ---- */
 #define TCP_MSS                 1460 /* 1500 MTU - 40: what we advertise and what SYNs carry */
-#define MEMP_NUM_TCP_PCB        160  /* >= 128 concurrent RR connections + echo + spare */
+#define MEMP_NUM_TCP_PCB        320 /* 256 concurrent connections (test_robust) + TIME_WAIT + spare */
 #define MEMP_NUM_TCP_PCB_LISTEN 8
 #define MEMP_NUM_UDP_PCB        160 /* UDP_RR instances */
 /* Windows for a bandwidth-delay product of >= 1 MB (RFC 7323 scaling):

@@ -1,0 +1,248 @@
+"""Robustness (issue 13): full-size IP reassembly and fragmentation, hostile
+host peers in a private namespace, and nothing dropped without a counter.
+Crafted packets come from tests/tools/hostile.py (raw sockets)."""
+
+import json
+import subprocess
+import os
+import re
+import sys
+import time
+
+from lib import NS_GUEST_IP, TOP, Fail, json_line, netpeer
+
+HOSTILE = [sys.executable, os.path.join(TOP, "tests", "tools", "hostile.py")]
+
+
+def hostile(ns, args, timeout):
+    r = ns.run(HOSTILE + args, timeout=timeout, capture_output=True, text=True)
+    lines = r.stdout.strip().splitlines()
+    if r.returncode or not lines:
+        raise Fail(f"hostile.py {' '.join(args)} failed (status {r.returncode}): {r.stdout[-400:]}{r.stderr[-400:]}")
+    return json.loads(lines[-1])
+
+
+def echo_guest(t, ns, seconds=120, extra=""):
+    g = t.start(append=f"app=echo ip={NS_GUEST_IP}/24 backend=tap echo.seconds={seconds} {extra}",
+                net=f"tap:{ns.tap}", ns=ns, timeout=seconds + 60)
+    g.wait_line(r"^echo listening", timeout=30)
+    return g
+
+
+def ping(ns, args, timeout=60):
+    r = ns.run(["ping", "-q"] + args + [NS_GUEST_IP], timeout=timeout, capture_output=True, text=True)
+    m = re.search(r"(\d+) packets transmitted, (\d+) received", r.stdout)
+    if not m:
+        raise Fail(f"ping {' '.join(args)} printed no summary (status {r.returncode}): {r.stdout}{r.stderr}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def stop(ns, g):
+    """Stop a serving guest; its LWIPSTATS and POOLS lines."""
+    netpeer(ns, ["stop", NS_GUEST_IP], timeout=20)
+    g.wait()
+    g.expect_ok()
+    return json_line(g, "LWIPSTATS"), json_line(g, "POOLS")
+
+
+def expect_zero(what, d, keys):
+    bad = {k: d[k] for k in keys if d[k]}
+    if bad:
+        raise Fail(f"{what}: expected zero, saw {bad}")
+
+
+def pools_back(pools, allow=()):
+    """Nothing left in use that a finished exchange should have given back."""
+    held = {k: v for k, v in pools.items()
+            if k in ("rx_held", "REASSDATA", "FRAG_PBUF", "PBUF", "PBUF_POOL", "TCP_SEG") and v and k not in allow}
+    if held:
+        raise Fail(f"expected every RX buffer and lwIP pool back at the end, still in use: {held} (POOLS {pools})")
+
+
+# ---- 3. full-size IP datagrams: reassembly in, fragmentation out ----
+
+def test_ping_64k_reassembly_and_fragmentation(t):
+    with t.netns() as ns:
+        g = echo_guest(t, ns)
+        for size, count in ((65000, 20), (65507, 5), (1473, 20), (30000, 10)):
+            sent, recv = ping(ns, ["-c", str(count), "-i", "0.2", "-W", "3", "-s", str(size)])
+            if sent != count or recv != count:
+                raise Fail(f"ping -s {size}: expected {count} of {count} replies, got {recv} of {sent}")
+        st, pools = stop(ns, g)
+        expect_zero("64 KB pings", st, ("frag_drop", "frag_memerr", "reasm_fails", "frag_fails", "memp_err",
+                                        "ip_drop", "icmp_drop", "link_drop", "tx_drops"))
+        if st["reasm_oks"] < 55:
+            raise Fail(f"expected >= 55 reassembled datagrams (55 fragmented pings), LWIPSTATS says {st['reasm_oks']}")
+        pools_back(pools)
+        print(f"    ping -s 65000/65507: all answered, {st['frag_recv']} fragments in, {st['reasm_oks']} reassembled")
+
+
+def test_incomplete_fragments_are_counted_and_never_pin_rx(t):
+    with t.netns() as ns:
+        g = echo_guest(t, ns)
+        if ping(ns, ["-c", "1", "-W", "2"])[1] != 1:
+            raise Fail("no reply to a first ping")
+        n, k = 200, 20
+        res = hostile(ns, ["frags", NS_GUEST_IP, str(n), str(k)], timeout=60)
+        # Reassembly holds at most IP_REASS_MAX_PBUFS buffers: full-size
+        # datagrams still get through while the junk is evicted.
+        sent, recv = ping(ns, ["-c", "10", "-i", "0.2", "-W", "3", "-s", "65000"])
+        if recv != sent:
+            raise Fail(f"after {res['fragments']} orphan fragments: {recv} of {sent} 64 KB pings answered")
+        time.sleep(6.5)  # IP_REASS_MAXAGE (5 s): whatever is left ages out
+        st, pools = stop(ns, g)
+        if st["reasm_fails"] + st["frag_memerr"] == 0 or st["reasm_fails"] > n:
+            raise Fail(f"{n} datagrams never completed: expected 1..{n} counted as reasm_fails, "
+                       f"saw reasm_fails={st['reasm_fails']} frag_memerr={st['frag_memerr']}")
+        if st["frag_recv"] < res["fragments"] * 0.9:
+            raise Fail(f"sent {res['fragments']} fragments, the guest counted {st['frag_recv']}")
+        pools_back(pools)
+        print(f"    {res['fragments']} orphan fragments: reasm_fails={st['reasm_fails']} "
+              f"frag_memerr={st['frag_memerr']} frag_drop={st['frag_drop']}, pools back")
+
+
+# ---- 2. hostile peers ----
+
+RR_PORT = 11111
+
+
+def rr_server(t, ns, extra=""):
+    # rr.instances=128: the server keeps serving after its first client left,
+    # until the test stops it.
+    g = t.start(append=f"app=rr rr.role=server rr.warmup=0 rr.idle=30 rr.instances=128 ip={NS_GUEST_IP}/24 backend=tap {extra}",
+                net=f"tap:{ns.tap}", ns=ns, timeout=180)
+    g.wait_line(r"^rr server listening", timeout=30)
+    return g
+
+
+def sockperf_client(ns, seconds):
+    return ns.popen(["sockperf", "ping-pong", "--tcp", "-i", NS_GUEST_IP, "-p", str(RR_PORT), "-m", "64",
+                     "-t", str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def sockperf_counts(p, timeout):
+    out, _ = p.communicate(timeout=timeout)
+    m = re.search(r"SentMessages=(\d+);\s*ReceivedMessages=(\d+)", out)
+    if not m:
+        raise Fail(f"sockperf printed no message counts: {out[-600:]}")
+    return int(m.group(1)), int(m.group(2)), out
+
+
+def test_syn_flood_open_and_closed_port_while_serving(t):
+    with t.netns() as ns:
+        g = rr_server(t, ns)
+        sp = sockperf_client(ns, 12)
+        time.sleep(2)
+        for port in (RR_PORT, 12345):
+            hostile(ns, ["synflood", NS_GUEST_IP, str(port), "10000"], timeout=120)
+        sent, recv, out = sockperf_counts(sp, 60)
+        if recv < sent - 1 or sent < 100:
+            raise Fail(f"benchmark client during the SYN floods: {recv} replies to {sent} requests")
+        st, pools = stop(ns, g)
+        if st["tcp_drop"] < 9000:
+            raise Fail(f"10,000 SYNs to a closed port: expected >= 9,000 counted in tcp_drop, saw {st['tcp_drop']}")
+        if pools["TCP_PCB"]:
+            raise Fail(f"half-open connections from the flood never went away: POOLS {pools}")
+        print(f"    20,000 SYNs while serving: sockperf {recv}/{sent} answered; tcp_drop={st['tcp_drop']} "
+              f"memp_err={st['memp_err']} POOLS TCP_PCB={pools['TCP_PCB']}")
+
+
+def test_256_concurrent_connections_to_the_rr_server(t):
+    with t.netns() as ns:
+        g = rr_server(t, ns)
+        res = hostile(ns, ["conns", NS_GUEST_IP, str(RR_PORT), "256", "8"], timeout=180)
+        st, pools = stop(ns, g)
+        expect_zero("256 connections", st, ("memp_err", "tx_drops", "link_drop", "tcp_seg_err"))
+        pools_back(pools)
+        print(f"    256 connections: connected in {res['connect_s']} s, {res['answered']} replies, "
+              f"at least {res['min_per_conn']} per connection")
+
+
+def test_zero_window_peer_does_not_stall_others(t):
+    with t.netns() as ns:
+        g = echo_guest(t, ns)
+        zw = ns.popen(HOSTILE + ["zerowin", NS_GUEST_IP, "7", "10"], stdout=subprocess.PIPE, text=True)
+        time.sleep(4)  # the zero-window peer's window is closed by now
+        t0 = time.monotonic()
+        integ = netpeer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(8 << 20)], timeout=120)
+        took = time.monotonic() - t0
+        if integ["sent_sha256"] != integ["recv_sha256"]:
+            raise Fail(f"8 MiB echo beside the zero-window peer came back wrong: {integ}")
+        out, _ = zw.communicate(timeout=60)
+        zres = json.loads(out.strip().splitlines()[-1])
+        time.sleep(1)
+        st, pools = stop(ns, g)
+        pools_back(pools)  # the peer reset: everything it pinned is back
+        expect_zero("beside a zero-window peer", st, ("memp_err", "tx_drops", "link_drop"))
+        print(f"    8 MiB echoed in {took:.1f} s beside a zero-window peer ({zres['sent']} bytes pushed at it), "
+              f"pools back")
+
+
+def guest_mac(g):
+    return g.wait_line(r"^net ip=\S+ mask=\S+ gw=\S+ mac=(\S+) ").group(1)
+
+
+def test_out_of_order_and_duplicate_segments_never_stall_receive(t):
+    """Six raw TCP peers each park 64 out-of-order segments (every one sent
+    twice) in the appliance's out-of-order queues: more zero-copy buffers
+    than half the RX ring, so netif.c must switch to copies. An 8 MiB echo
+    beside them still completes, every peer's data is acknowledged once its
+    hole is filled, and every buffer is back after they reset."""
+    with t.netns() as ns:
+        g = echo_guest(t, ns)
+        mac = guest_mac(g)
+        oo = ns.popen(HOSTILE + ["ooseq", ns.tap, mac, NS_GUEST_IP, "7", "6", "64"], stdout=subprocess.PIPE, text=True)
+        time.sleep(2)
+        integ = netpeer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(8 << 20)], timeout=120)
+        if integ["sent_sha256"] != integ["recv_sha256"]:
+            raise Fail(f"8 MiB echo beside the out-of-order peers came back wrong: {integ}")
+        out, _ = oo.communicate(timeout=120)
+        res = json.loads(out.strip().splitlines()[-1])
+        if oo.returncode or not res["ok"]:
+            raise Fail(f"out-of-order peers: expected nothing acknowledged before the hole was filled and "
+                       f"everything after: {res}")
+        time.sleep(1)
+        st, pools = stop(ns, g)
+        pools_back(pools)
+        expect_zero("out-of-order peers", st, ("memp_err", "tx_drops", "link_drop"))
+        netif = json_line(g, "NETIF")
+        print(f"    6 x 64 out-of-order segments (x2) parked: 8 MiB echo beside them intact, all acknowledged "
+              f"after the fill; rx_copies={netif['rx_copies']}, pools back")
+
+
+def test_silent_half_open_peer_does_not_stall_others(t):
+    with t.netns() as ns:
+        g = echo_guest(t, ns)
+        mac = guest_mac(g)
+        ho = ns.popen(HOSTILE + ["halfopen", ns.tap, mac, NS_GUEST_IP, "7", str(64 * 1024), "15"],
+                      stdout=subprocess.PIPE, text=True)
+        line = ho.stdout.readline()
+        res = json.loads(line) if line.strip() else {}
+        if not res.get("ok"):
+            raise Fail(f"the half-open peer's data did not come back before it went silent: {res or 'nothing'}")
+        integ = netpeer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(8 << 20)], timeout=120)
+        if integ["sent_sha256"] != integ["recv_sha256"]:
+            raise Fail(f"8 MiB echo beside the silent peer came back wrong: {integ}")
+        sent, recv = ping(ns, ["-c", "20", "-i", "0.05", "-W", "1"])
+        if recv != sent:
+            raise Fail(f"ping beside the silent peer: {recv} of {sent}")
+        st, pools = stop(ns, g)
+        ho.kill()
+        # The silent connection keeps what it has not had acknowledged
+        # (lwIP retransmits until it gives up); nothing else is held.
+        pools_back(pools, allow=("TCP_SEG",))
+        print(f"    a silent half-open peer (64 KB echoed, then nothing): 8 MiB echo and ping beside it fine; "
+              f"POOLS TCP_PCB={pools['TCP_PCB']} TCP_SEG={pools['TCP_SEG']} rx_held={pools['rx_held']}")
+
+
+def test_replies_waiting_for_arp_are_queued_not_dropped(t):
+    """Five datagrams from a peer the appliance has no ARP entry for: all
+    five echoes wait for the ARP reply and go out (lwIP's default queue
+    holds one and frees the rest without a counter)."""
+    with t.netns() as ns:
+        g = echo_guest(t, ns)
+        res = hostile(ns, ["arpqueue", ns.tap, guest_mac(g), NS_GUEST_IP, "5"], timeout=30)
+        st, pools = stop(ns, g)
+        expect_zero("replies queued behind ARP", st, ("memp_err", "etharp_memerr", "udp_drop"))
+        pools_back(pools)
+        print(f"    {res['echoed']} of {res['sent']} echoes sent once ARP resolved")
