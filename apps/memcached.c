@@ -101,7 +101,8 @@ static uint32_t out_write_some(struct mc_conn *c, const void *p, uint32_t n)
 	uint32_t k = n < room ? n : room;
 	if (k > 0xffff)
 		k = 0xffff;
-	if (!k || tcp_write(s->pcb, p, (u16_t)k, TCP_WRITE_FLAG_COPY | TCP_WRITE_FLAG_MORE) != ERR_OK)
+	if (!k ||
+	    tcp_write(s->pcb, p, (u16_t)k, TCP_WRITE_FLAG_COPY | TCP_WRITE_FLAG_MORE) != ERR_OK)
 		return 0; /* resumed from the sent callback */
 	return k;
 }
@@ -163,6 +164,13 @@ static err_t process(struct srv_conn *s)
 		}
 	}
 	note_commands();
+	if (s->mc.state == MC_S_QUIT && s->in) {
+		/* acknowledge what follows "quit": lwIP resets a connection
+		 * closed with unacknowledged data */
+		consumed += s->in->tot_len;
+		pbuf_free(s->in);
+		s->in = NULL;
+	}
 	for (uint32_t left = consumed; left;) {
 		u16_t k = left > 0xffff ? 0xffff : (u16_t)left;
 		tcp_recved(s->pcb, k);
@@ -260,6 +268,7 @@ static void report(uint64_t commands, uint64_t ns, const struct mc_proto_stats *
 	result_u64("client_errors", mc_st.client_errors - a->client_errors);
 	result_u64("server_errors", mc_st.server_errors - a->server_errors);
 	result_u64("unknown_commands", mc_st.unknown_commands - a->unknown_commands);
+	result_u64("binary_refused", mc_st.binary_refused - a->binary_refused);
 	result_u64("write_failures", write_failures);
 	result_u64("conns_refused", conns_refused);
 	result_u64("curr_items", s->curr_items);

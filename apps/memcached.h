@@ -20,28 +20,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MC_KEY_MAX    250        /* memcached's KEY_MAX_LENGTH */
-#define MC_LINE_MAX   8192       /* longest command line (a get of ~32 long keys) */
-#define MC_ITEM_MAX   (1u << 20) /* largest value, memcached's default -I 1m */
-#define MC_REL_MAX    2592000u   /* exptimes up to 30 days are relative */
-#define MC_VERSION    "1.6.0-vnetlab"
-#define MC_PORT       11211
+#define MC_KEY_MAX  250        /* memcached's KEY_MAX_LENGTH */
+#define MC_LINE_MAX 8192       /* longest command line (a get of ~32 long keys) */
+#define MC_ITEM_MAX (1u << 20) /* largest value, memcached's default -I 1m */
+#define MC_REL_MAX  2592000u   /* exptimes up to 30 days are relative */
+#define MC_VERSION  "1.6.0-vnetlab"
+#define MC_PORT     11211
 
 /* ---- memcached_store.c ---- */
 
 struct mc_item {
-	struct mc_item *hnext;      /* hash chain */
+	struct mc_item *hnext;       /* hash chain */
 	struct mc_item *prev, *next; /* LRU of the item's class, most recent first */
 	uint64_t cas;
-	uint64_t set_ns;  /* when stored, for flush_all with a delay */
-	uint32_t exp_s;   /* expiry in seconds since boot, 0 = never */
-	uint32_t flags;   /* client flags */
-	uint32_t nbytes;  /* value length without the trailing "\r\n" */
-	uint16_t refs;    /* readers still sending it (a reply in progress) */
+	uint64_t set_ns; /* when stored, for flush_all with a delay */
+	uint32_t exp_s;  /* expiry in seconds since boot, 0 = never */
+	uint32_t flags;  /* client flags */
+	uint32_t nbytes; /* value length without the trailing "\r\n" */
+	uint16_t refs;   /* readers still sending it (a reply in progress) */
 	uint8_t nkey;
-	uint8_t cls;      /* size class */
-	bool linked;      /* in the hash table and LRU */
-	char data[];      /* key, then value and "\r\n" */
+	uint8_t cls; /* size class */
+	bool linked; /* in the hash table and LRU */
+	char data[]; /* key, then value and "\r\n" */
 };
 
 static inline char *mc_item_key(struct mc_item *it)
@@ -85,8 +85,7 @@ bool mc_delete(const char *key, size_t nkey);
 bool mc_touch(const char *key, size_t nkey, uint32_t exp_s);
 /* incr/decr: MC_STORED with *value set, MC_NOT_FOUND, MC_NOT_STORED for a
  * value that is not a decimal number below 2^64, MC_NO_MEMORY. */
-enum mc_result mc_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
-                        uint64_t *value);
+enum mc_result mc_arith(const char *key, size_t nkey, bool incr, uint64_t delta, uint64_t *value);
 void mc_flush(uint32_t delay_s); /* every item stored before now + delay is gone then */
 void mc_ref(struct mc_item *it);
 void mc_unref(struct mc_item *it);
@@ -110,7 +109,8 @@ struct mc_proto_stats {
 	uint64_t delete_hits, delete_misses, incr_hits, incr_misses, decr_hits, decr_misses;
 	uint64_t cas_hits, cas_misses, cas_badval, touch_hits, touch_misses;
 	uint64_t bytes_read, bytes_written, client_errors, server_errors, unknown_commands;
-	uint64_t commands; /* every complete command line: the transaction count */
+	uint64_t binary_refused; /* connections that spoke the binary protocol: closed */
+	uint64_t commands;       /* every complete command line: the transaction count */
 	uint64_t curr_conns, total_conns;
 };
 extern struct mc_proto_stats mc_st;
@@ -121,6 +121,7 @@ struct mc_conn {
 	const struct mc_out *out;
 	void *user; /* the server's per-connection state */
 	enum mc_state state;
+	bool seen; /* any byte yet: a first byte 0x80 is a binary-protocol client */
 	/* MC_S_LINE: the command line so far */
 	uint32_t llen;
 	char line[MC_LINE_MAX];

@@ -14,6 +14,8 @@
  *   SERVER_ERROR object too large for cache  value over MC_ITEM_MAX (its
  *                                          bytes are read and discarded)
  *   SERVER_ERROR out of memory storing object
+ * A connection whose first byte is 0x80 (a binary-protocol request) gets
+ * "SERVER_ERROR binary protocol not supported" and is closed.
  * A storage command whose key is too long still has its value block
  * discarded, so the block is not read as commands.
  *
@@ -27,7 +29,7 @@
 #include "apps/memcached.h"
 #include "kernel/kernel.h"
 
-#define ROOM_SMALL 512  /* any reply but stats and get values */
+#define ROOM_SMALL 512 /* any reply but stats and get values */
 #define ROOM_STATS 4096
 #define TOKENS_MAX 8 /* for every command but get/gets */
 
@@ -168,7 +170,8 @@ static void storage(struct mc_conn *c, const struct tok *t, uint32_t nt, enum mc
 		return;
 	}
 	enum mc_result why = MC_NO_MEMORY;
-	struct mc_item *it = mc_alloc(t[1].p, t[1].n, (uint32_t)flags, exp_s, (uint32_t)bytes, &why);
+	struct mc_item *it =
+	    mc_alloc(t[1].p, t[1].n, (uint32_t)flags, exp_s, (uint32_t)bytes, &why);
 	if (!it) {
 		mc_st.server_errors++;
 		if (!c->noreply)
@@ -257,8 +260,8 @@ static bool get_continue(struct mc_conn *c)
 		}
 		mc_st.get_hits++;
 		char hdr[MC_KEY_MAX + 80];
-		int h = c->with_cas ? snprintf(hdr, sizeof(hdr), "VALUE %.*s %lu %lu %lu\r\n", (int)n,
-		                               c->line + b, (unsigned long)it->flags,
+		int h = c->with_cas ? snprintf(hdr, sizeof(hdr), "VALUE %.*s %lu %lu %lu\r\n",
+		                               (int)n, c->line + b, (unsigned long)it->flags,
 		                               (unsigned long)it->nbytes, (unsigned long)it->cas)
 		                    : snprintf(hdr, sizeof(hdr), "VALUE %.*s %lu %lu\r\n", (int)n,
 		                               c->line + b, (unsigned long)it->flags,
@@ -321,7 +324,8 @@ static void stats(struct mc_conn *c, const struct tok *t, uint32_t nt)
 	    "STAT bytes_written %lu\r\nSTAT limit_maxbytes %lu\r\nSTAT threads 1\r\n"
 	    "STAT bytes %lu\r\nSTAT curr_items %lu\r\nSTAT total_items %lu\r\n"
 	    "STAT evictions %lu\r\nSTAT reclaimed %lu\r\nSTAT outofmemory %lu\r\n"
-	    "STAT client_errors %lu\r\nSTAT slab_classes %lu\r\nSTAT pages_total %lu\r\n"
+	    "STAT client_errors %lu\r\nSTAT binary_refused %lu\r\nSTAT slab_classes %lu\r\nSTAT "
+	    "pages_total %lu\r\n"
 	    "STAT pages_used %lu\r\nSTAT hash_buckets %lu\r\nEND\r\n",
 	    up, up, MC_VERSION, mc_st.curr_conns, mc_st.total_conns, mc_st.cmd_get, mc_st.cmd_set,
 	    mc_st.cmd_flush, mc_st.cmd_touch, mc_st.get_hits, mc_st.get_misses, mc_st.get_expired,
@@ -329,8 +333,8 @@ static void stats(struct mc_conn *c, const struct tok *t, uint32_t nt)
 	    mc_st.decr_misses, mc_st.decr_hits, mc_st.cas_misses, mc_st.cas_hits, mc_st.cas_badval,
 	    mc_st.touch_hits, mc_st.touch_misses, mc_st.bytes_read, mc_st.bytes_written,
 	    s->limit_bytes, s->bytes, s->curr_items, s->total_items, s->evictions, s->reclaimed,
-	    s->outofmemory, mc_st.client_errors, s->classes, s->pages_total, s->pages_used,
-	    s->hash_buckets);
+	    s->outofmemory, mc_st.client_errors, mc_st.binary_refused, s->classes, s->pages_total,
+	    s->pages_used, s->hash_buckets);
 	c->out->write(c, b, (uint32_t)n);
 	mc_st.bytes_written += (uint64_t)n;
 }
@@ -371,13 +375,14 @@ static void arith(struct mc_conn *c, const struct tok *t, uint32_t nt, bool incr
 	reply(c, b);
 }
 
-static void delete(struct mc_conn *c, const struct tok *t, uint32_t nt)
+static void delete (struct mc_conn *c, const struct tok *t, uint32_t nt)
 {
 	/* "delete key 0" is accepted for old clients, any other time is not */
 	uint32_t at = nt > 2 && is(&t[2], "0") ? 3 : 2;
 	if (nt < 2 || nt > at + 1 || (nt == at + 1 && !is(&t[at], "noreply")) ||
 	    t[1].n > MC_KEY_MAX) {
-		client_error(c, "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]");
+		client_error(
+		    c, "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]");
 		return;
 	}
 	bool hit = mc_delete(t[1].p, t[1].n);
@@ -464,7 +469,7 @@ static bool exec_line(struct mc_conn *c)
 	} else if (is(&t[0], "cas")) {
 		storage(c, t, nt, MC_CAS);
 	} else if (is(&t[0], "delete")) {
-		delete(c, t, nt);
+		delete (c, t, nt);
 	} else if (is(&t[0], "incr") || is(&t[0], "decr")) {
 		arith(c, t, nt, is(&t[0], "incr"));
 	} else if (is(&t[0], "touch")) {
@@ -521,6 +526,15 @@ size_t mc_conn_feed(struct mc_conn *c, const char *p, size_t n)
 			continue;
 		}
 		size_t left = n - i, k;
+		if (!c->seen) {
+			c->seen = true;
+			if ((uint8_t)p[i] == 0x80) {
+				mc_st.binary_refused++;
+				reply(c, "SERVER_ERROR binary protocol not supported");
+				c->state = MC_S_QUIT;
+				break;
+			}
+		}
 		switch (c->state) {
 		case MC_S_LINE:
 			k = feed_line(c, p + i, left);

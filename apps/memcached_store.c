@@ -19,11 +19,11 @@
 #include "apps/memcached.h"
 #include "kernel/kernel.h"
 
-#define CLASS_MIN     96
-#define CLASSES_MAX   64
-#define HDR           sizeof(struct mc_item)
-#define PAGE          ((HDR + MC_KEY_MAX + MC_ITEM_MAX + 2 + 7) & ~(size_t)7)
-#define EVICT_TRIES   50 /* LRU tail items looked at before giving up */
+#define CLASS_MIN   96
+#define CLASSES_MAX 64
+#define HDR         sizeof(struct mc_item)
+#define PAGE        ((HDR + MC_KEY_MAX + MC_ITEM_MAX + 2 + 7) & ~(size_t)7)
+#define EVICT_TRIES 50 /* LRU tail items looked at before giving up */
 
 struct mc_class {
 	uint32_t size;            /* chunk bytes */
@@ -69,7 +69,8 @@ bool mc_exptime(int64_t exptime, uint32_t *exp_s)
 		return false;
 	/* unix time: how far past our boot, on our own clock */
 	uint64_t boot_unix = epoch_s;
-	*exp_s = (uint64_t)exptime <= boot_unix ? now : (uint32_t)((uint64_t)exptime - boot_unix) + 1;
+	*exp_s =
+	    (uint64_t)exptime <= boot_unix ? now : (uint32_t)((uint64_t)exptime - boot_unix) + 1;
 	if (*exp_s < now)
 		*exp_s = now;
 	return true;
@@ -400,7 +401,8 @@ enum mc_result mc_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
 		return MC_NOT_FOUND;
 	if (!parse_counter(mc_item_value(it), it->nbytes, &v))
 		return MC_NOT_STORED;
-	v = incr ? v + delta : (v > delta ? v - delta : 0); /* incr wraps at 2^64, decr stops at 0 */
+	v = incr ? v + delta
+	         : (v > delta ? v - delta : 0); /* incr wraps at 2^64, decr stops at 0 */
 	char buf[24];
 	int n = 0;
 	char rev[24];

@@ -1,0 +1,163 @@
+"""app=memcached against stock clients over a tap in a namespace: the
+libmemcached conformance suite (memccapable), memcaslap with data
+verification, hostile protocol input, and LRU eviction in a small store."""
+
+import json
+import os
+import re
+import sys
+
+from lib import NS_GUEST_IP, NS_PREFIX, TOP, Fail, json_line
+
+MCPEER = [sys.executable, os.path.join(TOP, "tests", "tools", "mcpeer.py")]
+NETPEER = [sys.executable, os.path.join(TOP, "tests", "tools", "netpeer.py")]
+PORT = 11211
+LISTENING = r"^memcached listening tcp=11211 mem_mib=(\d+) pages=(\d+)"
+
+# memccapable's ascii tests (libmemcached-tools 1.1.4, `memccapable -a`);
+# every one must be run and pass. Its binary tests are not run: the
+# appliance speaks the text protocol only (memcaslap, the load generator,
+# uses text by default), see README "memcached".
+ASCII_TESTS = ("version", "quit", "verbosity", "set", "set noreply", "get", "gets", "mget", "flush",
+               "flush noreply", "add", "add noreply", "replace", "replace noreply", "cas", "cas noreply",
+               "delete", "delete noreply", "incr", "incr noreply", "decr", "decr noreply", "append",
+               "append noreply", "prepend", "prepend noreply", "stat")
+
+
+def serve(t, ns, extra=""):
+    g = t.start(append=f"app=memcached ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap memcached.seconds=120 {extra}",
+                net=f"tap:{ns.tap}", ns=ns, timeout=150)
+    g.wait_line(LISTENING, timeout=30)
+    return g
+
+
+def stop(t, ns, g):
+    ns.run(NETPEER + ["stop", NS_GUEST_IP], timeout=20, capture_output=True)
+    g.wait()
+    g.expect_ok()
+    return json_line(g, "RESULT")
+
+
+def talk(ns, steps):
+    r = ns.run(MCPEER + ["talk", NS_GUEST_IP, str(PORT)], input=json.dumps(steps), timeout=120,
+               capture_output=True, text=True)
+    if not r.stdout.strip():
+        raise Fail(f"mcpeer printed nothing: {r.stderr.strip()[-300:]}")
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    if not out["ok"]:
+        raise Fail(f"mcpeer: {out['error']} (replies so far: {out['replies']})")
+    return out["replies"]
+
+
+def check_result(r, min_txn):
+    if r["test"] != "memcached" or r["role"] != "server":
+        raise Fail(f"expected a memcached server RESULT, saw {r}")
+    if r["transactions"] < min_txn:
+        raise Fail(f"expected at least {min_txn} commands in the RESULT, saw {r['transactions']}")
+    if r["write_failures"] or r["conns_refused"]:
+        raise Fail(f"replies lost: write_failures={r['write_failures']} conns_refused={r['conns_refused']}")
+
+
+def test_memccapable_ascii(t):
+    with t.netns() as ns:
+        g = serve(t, ns)
+        r = ns.run(["memccapable", "-h", NS_GUEST_IP, "-p", str(PORT), "-a", "-v", "-t", "10"], timeout=120,
+                   capture_output=True, text=True)
+        out = r.stdout + r.stderr
+        res = stop(t, ns, g)
+        passed = set(re.findall(r"^ascii (.+?)\s+\[pass\]", out, re.M))
+        missing = [n for n in ASCII_TESTS if n not in passed]
+        if r.returncode != 0 or missing or "All tests passed" not in out:
+            raise Fail(f"memccapable -a: status {r.returncode}, not passed: {missing}\n{out[-1500:]}")
+        check_result(res, 50)
+
+
+def test_memcaslap_verify(t):
+    with t.netns() as ns:
+        g = serve(t, ns)
+        r = ns.run(["memcaslap", "-s", f"{NS_GUEST_IP}:{PORT}", "-c", "32", "-T", "2", "-t", "3s",
+                    "--verify=0.2"], timeout=60, capture_output=True, text=True)
+        res = stop(t, ns, g)
+        out = r.stdout
+        fig = dict(re.findall(r"^(cmd_get|cmd_set|get_misses|verify_misses|verify_failed): (\d+)$", out, re.M))
+        if r.returncode != 0 or len(fig) != 5:
+            raise Fail(f"memcaslap: status {r.returncode}, figures {fig}\n{out[-800:]}{r.stderr[-300:]}")
+        fig = {k: int(v) for k, v in fig.items()}
+        if fig["cmd_get"] < 1000 or fig["verify_failed"] or fig["verify_misses"] or fig["get_misses"]:
+            raise Fail(f"memcaslap --verify=0.2: expected >= 1000 gets, no misses or failed verifications, saw {fig}")
+        # memcaslap counts the requests it sent; the last window of them may
+        # still be in flight when its time is up
+        check_result(res, (fig["cmd_get"] + fig["cmd_set"]) * 9 // 10)
+        if res["get_misses"] or not fig["cmd_get"] * 9 // 10 <= res["cmd_get"] <= fig["cmd_get"]:
+            raise Fail(f"guest saw {res['cmd_get']} gets ({res['get_misses']} misses), memcaslap sent {fig['cmd_get']}")
+        tps = re.search(r"TPS: (\d+)", out)
+        print(f"    memcaslap -c 32 -T 2: {tps.group(1) if tps else '?'} TPS, guest "
+              f"{res['tps']:.0f} commands/s, kicks/txn {res['kicks_per_txn']} (TCG, tap)")
+
+
+def test_bad_input_gets_errors_and_service_continues(t):
+    long_key = "x" * 251
+    steps = [
+        # oversized key: refused, its value block discarded (not read as commands)
+        ({"send": f"set {long_key} 0 0 3\r\nabc\r\n", "until": "\r\n"}, "CLIENT_ERROR bad command line format\r\n"),
+        ({"send": f"get {long_key}\r\n", "until": "\r\n"}, "CLIENT_ERROR bad command line format\r\n"),
+        # bad lengths
+        ({"send": "set k 0 0 -1\r\n", "until": "\r\n"}, "CLIENT_ERROR bad command line format\r\n"),
+        ({"send": "set k 0 0 abc\r\n", "until": "\r\n"}, "CLIENT_ERROR bad command line format\r\n"),
+        ({"send": "set k 0 0 3\r\nabcde\r\n", "until": "ERROR\r\n"}, "CLIENT_ERROR bad data chunk\r\nERROR\r\n"),
+        ({"send": "set big 0 0 2000000\r\n" + "z" * 2000000 + "\r\n", "until": "\r\n"},
+         "SERVER_ERROR object too large for cache\r\n"),
+        # garbage and a line longer than any command
+        ({"send": "\x01\x02garbage \xff here\r\n", "until": "\r\n"}, "ERROR\r\n"),
+        ({"send": "a" * 20000 + "\r\n", "until": "\r\n"}, "CLIENT_ERROR line too long\r\n"),
+        ({"send": "\r\n", "until": "\r\n"}, "ERROR\r\n"),
+        # one command split across four segments, in the line and in the value
+        ({"send": "se", "pause": 0.1}, ""),
+        ({"send": "t split 5 0 5\r\nhel", "pause": 0.1}, ""),
+        ({"send": "lo\r", "pause": 0.1}, ""),
+        ({"send": "\n", "until": "\r\n"}, "STORED\r\n"),
+        ({"send": "get sp", "pause": 0.1}, ""),
+        ({"send": "lit nothere split\r\n", "until": "END\r\n"},
+         "VALUE split 5 5\r\nhello\r\nVALUE split 5 5\r\nhello\r\nEND\r\n"),
+        ({"send": "incr split 1\r\n", "until": "\r\n"},
+         "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"),
+        ({"send": "incr split x\r\n", "until": "\r\n"}, "CLIENT_ERROR invalid numeric delta argument\r\n"),
+        # still serving: this connection (pipelined) and a new one
+        ({"send": "set n 0 0 2\r\n10\r\nincr n 5\r\ndecr n 100\r\ngets n\r\n", "until": "END\r\n"},
+         "STORED\r\n15\r\n0\r\nVALUE n 0 1 "),
+        ({"send": "get split\r\n", "until": "END\r\n", "conn": 1}, "VALUE split 5 5\r\nhello\r\nEND\r\n"),
+        # a binary-protocol request (magic 0x80, "version"): refused by name, closed
+        ({"send": "\x80\x0b" + "\x00" * 22, "until": "\r\n", "conn": 2},
+         "SERVER_ERROR binary protocol not supported\r\n"),
+        ({"send": "get n\r\n", "until": "END\r\n", "conn": 3}, "VALUE n 0 1\r\n0\r\nEND\r\n"),
+    ]
+    with t.netns() as ns:
+        g = serve(t, ns)
+        replies = talk(ns, [s for s, _ in steps])
+        res = stop(t, ns, g)
+        for (step, want), got in zip(steps, replies):
+            ok = got.startswith(want) if want.endswith(" ") else got == want
+            if not ok:
+                raise Fail(f"sent {step['send'][:60]!r}...: expected reply {want!r}, got {got[:200]!r}")
+        if (res["client_errors"] != 8 or res["server_errors"] != 1 or res["unknown_commands"] != 3
+                or res["binary_refused"] != 1):
+            raise Fail(f"expected the errors counted in the RESULT, saw {res}")
+
+
+def test_lru_eviction_in_fixed_memory(t):
+    # 4 MiB holds 3 pages of ~1 MiB; 6000 values of 1000 bytes need ~6.5 MiB,
+    # so the oldest must go and every survivor must be intact
+    count, size = 6000, 1000
+    with t.netns() as ns:
+        g = serve(t, ns, "memcached.mem=4")
+        r = ns.run(MCPEER + ["fill", NS_GUEST_IP, str(PORT), str(count), str(size)], timeout=120,
+                   capture_output=True, text=True)
+        res = stop(t, ns, g)
+        if r.returncode != 0 or not r.stdout.strip():
+            raise Fail(f"mcpeer fill failed: {r.stderr[-500:]}")
+        f = json.loads(r.stdout.strip().splitlines()[-1])
+        if f["bad"] or not 1000 < f["hits"] < count or f["last_miss"] + 1 != f["first_hit"]:
+            raise Fail(f"expected the newest items intact and exactly the oldest evicted, saw {f}")
+        if res["evictions"] != f["misses"] or res["curr_items"] != f["hits"]:
+            raise Fail(f"guest counted {res['evictions']} evictions / {res['curr_items']} items, "
+                       f"client saw {f['misses']} misses / {f['hits']} hits")
