@@ -9,6 +9,9 @@ import sys
 
 from lib import NS_GUEST_IP, NS_PREFIX, TOP, Fail, json_line
 
+sys.path.insert(0, os.path.join(TOP, "host", "bench"))
+import mcload  # noqa: E402  (the harness's memcaslap parser)
+
 MCPEER = [sys.executable, os.path.join(TOP, "tests", "tools", "mcpeer.py")]
 NETPEER = [sys.executable, os.path.join(TOP, "tests", "tools", "netpeer.py")]
 PORT = 11211
@@ -76,7 +79,7 @@ def test_memcaslap_verify(t):
     with t.netns() as ns:
         g = serve(t, ns)
         r = ns.run(["memcaslap", "-s", f"{NS_GUEST_IP}:{PORT}", "-c", "32", "-T", "2", "-t", "3s",
-                    "--verify=0.2"], timeout=60, capture_output=True, text=True)
+                    "-S", "3s", "--verify=0.2"], timeout=60, capture_output=True, text=True)
         res = stop(t, ns, g)
         out = r.stdout
         fig = dict(re.findall(r"^(cmd_get|cmd_set|get_misses|verify_misses|verify_failed): (\d+)$", out, re.M))
@@ -90,7 +93,13 @@ def test_memcaslap_verify(t):
         check_result(res, (fig["cmd_get"] + fig["cmd_set"]) * 9 // 10)
         if res["get_misses"] or not fig["cmd_get"] * 9 // 10 <= res["cmd_get"] <= fig["cmd_get"]:
             raise Fail(f"guest saw {res['cmd_get']} gets ({res['get_misses']} misses), memcaslap sent {fig['cmd_get']}")
+        # the harness reads the same output: its figures must be memcaslap's
+        p = mcload.parse_memcaslap(out.splitlines())
         tps = re.search(r"TPS: (\d+)", out)
+        if (not tps or p.get("peer_tps") != float(tps.group(1)) or p.get("peer_cmd_get") != fig["cmd_get"]
+                or not 0 < p.get("peer_lat_p50_ns", 0) <= p.get("peer_lat_p99_ns", 0)
+                or not p.get("peer_lat_events", 0) >= fig["cmd_get"] * 9 // 10):
+            raise Fail(f"mcload.parse_memcaslap read {p} from memcaslap's output")
         print(f"    memcaslap -c 32 -T 2: {tps.group(1) if tps else '?'} TPS, guest "
               f"{res['tps']:.0f} commands/s, kicks/txn {res['kicks_per_txn']} (TCG, tap)")
 
