@@ -108,6 +108,7 @@ bool mc_store_init(void *mem, size_t bytes)
 	classes[nclasses++] = (struct mc_class){.size = (uint32_t)PAGE};
 
 	memset(&st, 0, sizeof(st));
+	cas_seq = flush_at_ns = 0;
 	st.limit_bytes = bytes;
 	st.classes = nclasses;
 	st.pages_total = (uint64_t)(pages_end - pages) / PAGE;

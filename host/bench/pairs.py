@@ -219,27 +219,40 @@ def qemu_pid(proc):
     return f
 
 
-def side_figures(prefix, res, text, transactions):
+def side_figures(prefix, res):
     """Counters of one guest for the row, prefixed client_/server_."""
     out = {}
     if res is None:
         return out
     if res.get("guest") == "linux":
-        irqs = res.get("virtio_irqs")
         out.update({f"{prefix}_rx_frames": res.get("rx_frames"), f"{prefix}_tx_frames": res.get("tx_frames"),
-                    f"{prefix}_virtio_irqs": irqs, f"{prefix}_scope": "run"})
-        if irqs is not None and transactions:
-            out[f"{prefix}_irqs_per_txn"] = round(irqs / transactions, 3)
+                    f"{prefix}_virtio_irqs": res.get("virtio_irqs"), f"{prefix}_scope": "run"})
         return out
     for k in ("kicks", "kicks_suppressed", "reclaim_calls", "reclaimed", "tx_frames", "rx_frames", "ring_full",
               "kicks_per_txn", "reclaims_per_txn", "interrupts", "variant"):
         if k in res:
             out[f"{prefix}_{k}"] = res[k]
     out[f"{prefix}_scope"] = "measured"
-    if transactions and "kicks" in res:
-        # per transaction of the pair (the client's count), both sides alike
-        out[f"{prefix}_kicks_per_pair_txn"] = round(res["kicks"] / transactions, 3)
     return out
+
+
+def per_pair_txn(row):
+    """Both sides' counters per transaction of the pair: the client's count
+    (RR), or its writes of stream.msg bytes (STREAM; from Mbit/s when the
+    client is a stock iperf)."""
+    txn = row.get("transactions")
+    if not txn and row.get("test") == "tcp_stream" and row.get("mbps") and row.get("msg"):
+        txn = row["mbps"] * 1e6 / 8 * row["seconds"] / row["msg"]
+    if not txn and row.get("tps"):
+        txn = row["tps"] * row["seconds"]
+    if not txn:
+        return
+    row["pair_transactions"] = round(txn)
+    for side in ("client", "server"):
+        for k, out in (("kicks", "kicks_per_pair_txn"), ("reclaim_calls", "reclaims_per_pair_txn"),
+                       ("virtio_irqs", "irqs_per_txn")):
+            if row.get(f"{side}_{k}") is not None:
+                row[f"{side}_{out}"] = round(row[f"{side}_{k}"] / txn, 3)
 
 
 def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
@@ -295,13 +308,9 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
                 if k in cres:
                     row[k] = cres[k]
             window = runs.guest_window(cres, t_line) or (t_line - p["seconds"], t_line)
-        if "rr" not in test and row.get("mbps") and not row.get("transactions"):
-            row["transactions"] = None
-        txn = row.get("transactions")
-        if "rr" in test and txn is None and row.get("tps"):
-            txn = row["tps"] * p["seconds"]
-        row.update(side_figures("client", cres, client.text("out"), txn))
-        row.update(side_figures("server", sres, server.text("out"), txn))
+        row.update(side_figures("client", cres))
+        row.update(side_figures("server", sres))
+        per_pair_txn(row)
         sampler.stop()
         fig = sampler.interval(*window)
         if fig:
@@ -366,7 +375,7 @@ def fmt(v, unit=""):
 
 
 def report(rows, out, meta):
-    L = [f"# guest pairs {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
+    L = [f"# guest pairs {meta.get('date') or time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
          f"- command: `{meta['command']}`", f"- accelerator: {meta['accel']} (TCG latencies are not KVM latencies)",
          f"- {meta['seconds']} s measured per run after {meta['warmup']} s warm-up, {meta['repetitions']} repetitions;"
          " cells are median (min-max) n", ""]
@@ -398,7 +407,7 @@ def report(rows, out, meta):
                 irq = f"{fmt(med('client_irqs_per_txn'))}, {fmt(med('server_irqs_per_txn'))}"
                 line = (f"| {pair} | {cell(metric)} | {fmt(med('host_cpu_pct'))} | {fmt(med(metric + '_per_cpu'))} | "
                         f"{fmt(med('client_kicks_per_pair_txn'))} | {fmt(med('server_kicks_per_pair_txn'))} | "
-                        f"{fmt(med('client_reclaims_per_txn'))} | {fmt(med('server_reclaims_per_txn'))} | {irq} |")
+                        f"{fmt(med('client_reclaims_per_pair_txn'))} | {fmt(med('server_reclaims_per_pair_txn'))} | {irq} |")
                 if "rr" in test:
                     line += f" {fmt(med('lat_p50_ns', 1e-3))} |"
                 if bad:
@@ -418,7 +427,16 @@ def main(argv):
     for k in DEFAULTS:
         ap.add_argument("--" + k.replace(".", "-"), dest=k.replace(".", "_"))
     ap.add_argument("--out")
+    ap.add_argument("--rereport", metavar="DIR", help="rewrite DIR/report.md from DIR/pairs.jsonl")
     a = ap.parse_args(argv)
+    if a.rereport:
+        rows = [json.loads(line) for line in open(os.path.join(a.rereport, "pairs.jsonl"))]
+        for r in rows:
+            if r["status"] == "ok":
+                per_pair_txn(r)
+        meta = json.load(open(os.path.join(a.rereport, "meta.json")))
+        report(rows, a.rereport, meta)
+        return 0
     settings, defs = parse_matrix(a.matrix)
     for k in DEFAULTS:
         v = getattr(a, k.replace(".", "_"))
@@ -480,8 +498,12 @@ def main(argv):
         backends.close_all()
     with open(os.path.join(out, "pairs.jsonl"), "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in rows)
-    report(rows, out, {"command": "host/bench/pairs.py " + " ".join(argv), "accel": guests.pick_accel("auto"),
-                       "seconds": p["seconds"], "warmup": warmup, "repetitions": reps})
+    meta = {"command": "host/bench/pairs.py " + " ".join(argv), "accel": guests.pick_accel("auto"),
+            "seconds": p["seconds"], "warmup": warmup, "repetitions": reps,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        json.dump(meta, f)
+    report(rows, out, meta)
     log(f"report {out}/report.md ({sum(r['status'] == 'ok' for r in rows)} ok of {len(rows)})")
     return 0 if rows and all(r["status"] == "ok" for r in rows) else 1
 

@@ -5,9 +5,10 @@ verification, hostile protocol input, and LRU eviction in a small store."""
 import json
 import os
 import re
+import subprocess
 import sys
 
-from lib import NS_GUEST_IP, NS_PREFIX, TOP, Fail, json_line
+from lib import BUILD, NS_GUEST_IP, NS_PREFIX, TOP, Fail, json_line
 
 sys.path.insert(0, os.path.join(TOP, "host", "bench"))
 import mcload  # noqa: E402  (the harness's memcaslap parser)
@@ -59,6 +60,25 @@ def check_result(r, min_txn):
         raise Fail(f"expected at least {min_txn} commands in the RESULT, saw {r['transactions']}")
     if r["write_failures"] or r["conns_refused"]:
         raise Fail(f"replies lost: write_failures={r['write_failures']} conns_refused={r['conns_refused']}")
+
+
+def test_parser_and_store_unit(t):
+    """tests/memcached/test_mc_unit.c on the host (ASan + UBSan): the parser
+    fed in pieces of every size, expiry on a fake clock, back-pressure with
+    a small send buffer, eviction next to a reply in progress."""
+    exe = os.path.join(BUILD, "mc_unit", "test_mc_unit")
+    os.makedirs(os.path.dirname(exe), exist_ok=True)
+    cc = ["gcc", "-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
+          "-fno-sanitize-recover=all", "-I", TOP, os.path.join(TOP, "tests", "memcached", "test_mc_unit.c"),
+          os.path.join(TOP, "apps", "memcached_proto.c"), os.path.join(TOP, "apps", "memcached_store.c"), "-o", exe]
+    r = subprocess.run(cc, capture_output=True, text=True, timeout=120)
+    if r.returncode:
+        raise Fail(f"building the memcached unit test failed:\n{r.stderr[-2000:]}")
+    r = subprocess.run([exe], capture_output=True, text=True, timeout=120)
+    last = (r.stdout.strip().splitlines() or [""])[-1]
+    if r.returncode or not re.fullmatch(r"mc_unit: \d+ checks, 0 failed", last):
+        raise Fail(f"memcached unit test: status {r.returncode}\n{(r.stdout + r.stderr)[-3000:]}")
+    print("    " + last)
 
 
 def test_memccapable_ascii(t):
