@@ -190,3 +190,41 @@ def test_lru_eviction_in_fixed_memory(t):
         if res["evictions"] != f["misses"] or res["curr_items"] != f["hits"]:
             raise Fail(f"guest counted {res['evictions']} evictions / {res['curr_items']} items, "
                        f"client saw {f['misses']} misses / {f['hits']} hits")
+
+
+def test_linux_guest_serves_stock_memcached(t):
+    """The harness's Linux column for the memcached test: the stock guest
+    booted with the harness's own command line runs stock memcached, which
+    passes the same conformance suite; its RESULT counts virtio interrupts."""
+    import backends
+    import guests
+    import matrix
+
+    r = subprocess.run([os.path.join(TOP, "host", "linux-guest", "build.sh")], capture_output=True, text=True,
+                       timeout=1200)
+    if r.returncode:
+        raise Fail(f"host/linux-guest/build.sh failed ({r.returncode}): {(r.stdout + r.stderr)[-1200:]}")
+    from lib import Guest
+
+    with t.netns() as ns:
+        m = matrix.Matrix({"guests": "linux", "tests": "memcached", "accel": "tcg", "seconds": "2", "warmup": "0"},
+                          {"default": ""}, lambda v: None, list(guests.KINDS))
+        lin = guests.make("linux", m, lambda s: None)
+        lin.prepare()
+        run = m.runs()[0]
+        argv, cmdline, _ = lin.argv(run, backends.make("tap", "tap", {}), 120)
+        argv = [a.replace(f"ifname={backends.TAP}", f"ifname={ns.tap}") for a in argv]
+        g = Guest(ns.exec_argv(argv), 120, t.name)
+        t.guests.append(g)
+        g.wait_line(r"^vnetlab-linux listening tcp port=11211 app=memcached$", timeout=90)
+        r = ns.run(["memccapable", "-h", NS_GUEST_IP, "-p", str(PORT), "-a", "-t", "10"], timeout=120,
+                   capture_output=True, text=True)
+        g.wait()
+        out = r.stdout + r.stderr
+        if r.returncode != 0 or "All tests passed" not in out:
+            raise Fail(f"memccapable -a against stock memcached in the linux guest: status {r.returncode}\n{out[-1200:]}")
+        res = json.loads(g.expect(r"^RESULT (\{.*\})$").group(1))
+        if res.get("app") != "memcached" or res.get("test") != "memcached" or not res.get("virtio_irqs"):
+            raise Fail(f"linux RESULT: expected app/test memcached and virtio interrupts counted, saw {res}")
+        if g.status != 0:
+            raise Fail(f"the linux guest must power off cleanly, QEMU status {g.status}")

@@ -139,58 +139,56 @@ static void feed_all(struct mc_conn *c, const char *p, size_t n, size_t piece)
 	}
 }
 
-static const char script[] =
-    "set a 5 0 3\r\nabc\r\n"
-    "get a\r\n"
-    "add a 0 0 1\r\nx\r\n"
-    "add b 0 0 2 noreply\r\nbb\r\n"
-    "gets a b nothere\r\n"
-    "append a 0 0 2\r\nde\r\n"
-    "prepend a 0 0 2\r\nzz\r\n"
-    "get a\r\n"
-    "replace c 0 0 1\r\nc\r\n"
-    "cas a 0 0 1 999\r\nq\r\n"
-    "set n 0 0 20\r\n18446744073709551615\r\n"
-    "incr n 1\r\n"
-    "decr n 5\r\n"
-    "set m 0 0 1\r\n3\r\n"
-    "decr m 10\r\n"
-    "incr a 1\r\n"
-    "delete b\r\n"
-    "delete b\r\n"
-    "touch a 100\r\n"
-    "touch nothere 100\r\n"
-    "bogus command\r\n"
-    "set k 0 0 3\r\nabcde\r\n"
-    "get k\r\n"
-    "verbosity 1\r\n"
-    "version\r\n";
+static const char script[] = "set a 5 0 3\r\nabc\r\n"
+                             "get a\r\n"
+                             "add a 0 0 1\r\nx\r\n"
+                             "add b 0 0 2 noreply\r\nbb\r\n"
+                             "gets a b nothere\r\n"
+                             "append a 0 0 2\r\nde\r\n"
+                             "prepend a 0 0 2\r\nzz\r\n"
+                             "get a\r\n"
+                             "replace c 0 0 1\r\nc\r\n"
+                             "cas a 0 0 1 999\r\nq\r\n"
+                             "set n 0 0 20\r\n18446744073709551615\r\n"
+                             "incr n 1\r\n"
+                             "decr n 5\r\n"
+                             "set m 0 0 1\r\n3\r\n"
+                             "decr m 10\r\n"
+                             "incr a 1\r\n"
+                             "delete b\r\n"
+                             "delete b\r\n"
+                             "touch a 100\r\n"
+                             "touch nothere 100\r\n"
+                             "bogus command\r\n"
+                             "set k 0 0 3\r\nabcde\r\n"
+                             "get k\r\n"
+                             "verbosity 1\r\n"
+                             "version\r\n";
 
-static const char expected[] =
-    "STORED\r\n"
-    "VALUE a 5 3\r\nabc\r\nEND\r\n"
-    "NOT_STORED\r\n"
-    "VALUE a 5 3 1\r\nabc\r\nVALUE b 0 2 2\r\nbb\r\nEND\r\n"
-    "STORED\r\n"
-    "STORED\r\n"
-    "VALUE a 5 7\r\nzzabcde\r\nEND\r\n"
-    "NOT_STORED\r\n"
-    "EXISTS\r\n"
-    "STORED\r\n"
-    "0\r\n"
-    "0\r\n"
-    "STORED\r\n"
-    "0\r\n"
-    "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"
-    "DELETED\r\n"
-    "NOT_FOUND\r\n"
-    "TOUCHED\r\n"
-    "NOT_FOUND\r\n"
-    "ERROR\r\n"
-    "CLIENT_ERROR bad data chunk\r\nERROR\r\n"
-    "END\r\n"
-    "OK\r\n"
-    "VERSION " MC_VERSION "\r\n";
+static const char expected[] = "STORED\r\n"
+                               "VALUE a 5 3\r\nabc\r\nEND\r\n"
+                               "NOT_STORED\r\n"
+                               "VALUE a 5 3 1\r\nabc\r\nVALUE b 0 2 2\r\nbb\r\nEND\r\n"
+                               "STORED\r\n"
+                               "STORED\r\n"
+                               "VALUE a 5 7\r\nzzabcde\r\nEND\r\n"
+                               "NOT_STORED\r\n"
+                               "EXISTS\r\n"
+                               "STORED\r\n"
+                               "0\r\n"
+                               "0\r\n"
+                               "STORED\r\n"
+                               "0\r\n"
+                               "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"
+                               "DELETED\r\n"
+                               "NOT_FOUND\r\n"
+                               "TOUCHED\r\n"
+                               "NOT_FOUND\r\n"
+                               "ERROR\r\n"
+                               "CLIENT_ERROR bad data chunk\r\nERROR\r\n"
+                               "END\r\n"
+                               "OK\r\n"
+                               "VERSION " MC_VERSION "\r\n";
 
 static void test_pieces(void)
 {
@@ -218,7 +216,8 @@ static void test_pieces(void)
 			if (k > n - i)
 				k = n - i;
 			size_t took = mc_conn_feed(&c, script + i, k);
-			check(took == k, "seed %u: parser took %zu of %zu bytes with room", seed, took, k);
+			check(took == k, "seed %u: parser took %zu of %zu bytes with room", seed,
+			      took, k);
 			i += k;
 		}
 		check(out.len == sizeof(expected) - 1 && !memcmp(out.buf, expected, out.len),
@@ -263,7 +262,8 @@ static void test_time(void)
 	now_ns += 4000000000ull;
 	expect(&c, "get f\r\n", "VALUE f 0 1\r\nx\r\nEND\r\n");
 	now_ns += 2000000000ull;
-	expect(&c, "get f\r\nset g 0 0 1\r\ny\r\nget g\r\n", "END\r\nSTORED\r\nVALUE g 0 1\r\ny\r\nEND\r\n");
+	expect(&c, "get f\r\nset g 0 0 1\r\ny\r\nget g\r\n",
+	       "END\r\nSTORED\r\nVALUE g 0 1\r\ny\r\nEND\r\n");
 	expect(&c, "flush_all\r\nget g\r\n", "OK\r\nEND\r\n");
 	mc_conn_release(&c);
 }
@@ -349,8 +349,9 @@ static void test_eviction_spares_sending(void)
 	size_t rest = 1000 - (600 - strlen("VALUE k0 0 1000\r\n"));
 	char want[1100];
 	snprintf(want, sizeof(want), "%.*s\r\nEND\r\n", (int)rest, val);
-	check(out.buf && !strcmp(out.buf, want), "the stalled reply's rest: expected %zu v's and END, saw %.60s",
-	      rest, out.buf ? out.buf : "");
+	check(out.buf && !strcmp(out.buf, want),
+	      "the stalled reply's rest: expected %zu v's and END, saw %.60s", rest,
+	      out.buf ? out.buf : "");
 	mc_conn_release(&a);
 	mc_conn_release(&b);
 }
@@ -381,8 +382,8 @@ static void test_multiget_backpressure(void)
 		mc_conn_resume(&c);
 	}
 	check(out.len == wl && !memcmp(out.buf, want, wl),
-	      "get of 7 keys through 600 bytes of room: expected %zu bytes, saw %zu:\n%s", wl, out.len,
-	      out.buf ? out.buf : "");
+	      "get of 7 keys through 600 bytes of room: expected %zu bytes, saw %zu:\n%s", wl,
+	      out.len, out.buf ? out.buf : "");
 	mc_conn_release(&c);
 }
 
