@@ -64,6 +64,17 @@ void mc_conn_release(struct mc_conn *c)
 	mc_st.curr_conns--;
 }
 
+/* Hit (MC_STORED), bad value (MC_EXISTS) or miss (MC_NOT_FOUND) counters. */
+static void count3(uint64_t *hit, uint64_t *bad, uint64_t *miss, enum mc_result r)
+{
+	if (r == MC_STORED)
+		++*hit;
+	else if (r == MC_EXISTS && bad)
+		++*bad;
+	else if (r == MC_NOT_FOUND)
+		++*miss;
+}
+
 static void reply(struct mc_conn *c, const char *s)
 {
 	uint32_t n = (uint32_t)strlen(s);
@@ -201,8 +212,7 @@ static void data_done(struct mc_conn *c)
 	}
 	enum mc_result r = mc_store(it, c->mode, c->cas);
 	if (c->mode == MC_CAS)
-		mc_st.cas_hits += r == MC_STORED, mc_st.cas_badval += r == MC_EXISTS,
-		    mc_st.cas_misses += r == MC_NOT_FOUND;
+		count3(&mc_st.cas_hits, &mc_st.cas_badval, &mc_st.cas_misses, r);
 	if (r == MC_TOO_LARGE || r == MC_NO_MEMORY) {
 		mc_st.server_errors++;
 		reply(c, r == MC_TOO_LARGE ? "SERVER_ERROR object too large for cache"
@@ -300,7 +310,8 @@ static void stats(struct mc_conn *c, const struct tok *t, uint32_t nt)
 		if (nt == 2 && is(&t[1], "reset")) {
 			uint64_t cur = mc_st.curr_conns, tot = mc_st.total_conns;
 			memset(&mc_st, 0, sizeof(mc_st));
-			mc_st.curr_conns = cur, mc_st.total_conns = tot;
+			mc_st.curr_conns = cur;
+			mc_st.total_conns = tot;
 			reply(c, "RESET");
 			return;
 		}
@@ -352,9 +363,9 @@ static void arith(struct mc_conn *c, const struct tok *t, uint32_t nt, bool incr
 	}
 	enum mc_result r = mc_arith(t[1].p, t[1].n, incr, delta, &v);
 	if (incr)
-		mc_st.incr_hits += r == MC_STORED, mc_st.incr_misses += r == MC_NOT_FOUND;
+		count3(&mc_st.incr_hits, NULL, &mc_st.incr_misses, r);
 	else
-		mc_st.decr_hits += r == MC_STORED, mc_st.decr_misses += r == MC_NOT_FOUND;
+		count3(&mc_st.decr_hits, NULL, &mc_st.decr_misses, r);
 	if (r == MC_NOT_STORED) {
 		client_error(c, "CLIENT_ERROR cannot increment or decrement non-numeric value");
 		return;
@@ -386,7 +397,7 @@ static void delete (struct mc_conn *c, const struct tok *t, uint32_t nt)
 		return;
 	}
 	bool hit = mc_delete(t[1].p, t[1].n);
-	mc_st.delete_hits += hit, mc_st.delete_misses += !hit;
+	count3(&mc_st.delete_hits, NULL, &mc_st.delete_misses, hit ? MC_STORED : MC_NOT_FOUND);
 	if (!noreply_tok(t, nt, at))
 		reply(c, hit ? "DELETED" : "NOT_FOUND");
 }
@@ -406,7 +417,7 @@ static void touch(struct mc_conn *c, const struct tok *t, uint32_t nt)
 	}
 	mc_st.cmd_touch++;
 	bool hit = mc_touch(t[1].p, t[1].n, exp_s);
-	mc_st.touch_hits += hit, mc_st.touch_misses += !hit;
+	count3(&mc_st.touch_hits, NULL, &mc_st.touch_misses, hit ? MC_STORED : MC_NOT_FOUND);
 	if (!noreply_tok(t, nt, 3))
 		reply(c, hit ? "TOUCHED" : "NOT_FOUND");
 }

@@ -4,7 +4,8 @@ one the server, and nothing of the host's in the data path but the switch
 (the 2011 testers' "local guest-to-guest" rows).
 
     host/bench/pairs.py [--matrix host/bench/matrices/pairs.txt] [--pairs P,...]
-        [--tests tcp_rr,udp_rr,tcp_stream] [--switches bridge,testpmd]
+        [--tests tcp_rr,udp_rr,tcp_stream,tcp_maerts] [--switches bridge,testpmd]
+        [--rr-instances N] [--rr-burst N]
         [--seconds N] [--warmup N] [--repetitions N] [--out DIR]
     make bench BENCH_ARGS=... is the single-guest harness; this is its pair
     counterpart, sharing its pieces (procs, cpu, variants, guests).
@@ -25,9 +26,11 @@ Switches:
            memfd; its CPU counts in the host figure
 
 The server is 10.77.0.2, the client 10.77.0.3 (MAC ...:57). Tests:
-tcp_rr/udp_rr (rr.size bytes each way, one instance: the appliance's or
-sockperf's ping-pong), tcp_stream (the client sends stream.msg-byte writes:
-the appliance's stream client or iperf -c). Every row has the client's
+tcp_rr/udp_rr (rr.size bytes each way; an appliance client runs
+rr.instances connections with rr.burst outstanding each, a Linux client is
+one sockperf ping-pong), tcp_stream (the client sends stream.msg-byte
+writes: the appliance's stream client or iperf -c) and tcp_maerts (the
+server sends: the appliance client asks like iperf -R, or iperf -c -R). Every row has the client's
 figures (trans/s and latency, or Mbit/s), host CPU over the client's
 measured interval, and both guests' counters: the appliance's kicks,
 TX reclaim calls and frames per transaction (its RESULT, measured
@@ -66,11 +69,12 @@ CLIENT_IP = "10.77.0.3"
 PREFIX = 24
 MACS = {"server": "52:54:00:12:34:56", "client": "52:54:00:12:34:57"}
 TAPS = {"server": "vnptap0", "client": "vnptap1"}
-TESTS = ("tcp_rr", "udp_rr", "tcp_stream")
+TESTS = ("tcp_rr", "udp_rr", "tcp_stream", "tcp_maerts")
 SWITCHES = ("bridge", "testpmd")
 
 DEFAULTS = {"pairs": "default>default", "tests": "tcp_rr tcp_stream", "switches": "bridge", "seconds": "5",
-            "warmup": "1", "repetitions": "3", "rr.size": "256", "stream.msg": "16K"}
+            "warmup": "1", "repetitions": "3", "rr.size": "256", "rr.instances": "1", "rr.burst": "1",
+            "stream.msg": "16K"}
 
 
 # ---- the switch between the two guests ----
@@ -149,14 +153,15 @@ def appliance_keys(role, test, p, warmup):
         if role == "server":
             k.update({"rr.wait": 60})
         else:
-            k.update({"rr.peer": SERVER_IP, "rr.req": p["size"], "rr.resp": p["size"], "rr.instances": 1,
-                      "rr.seconds": p["seconds"], "rr.timeout": 10})
+            k.update({"rr.peer": SERVER_IP, "rr.req": p["size"], "rr.resp": p["size"], "rr.instances": p["instances"],
+                      "rr.burst": p["burst"], "rr.seconds": p["seconds"], "rr.timeout": 10})
     else:
         k.update({"app": "stream", "stream.role": role, "stream.warmup": warmup})
         if role == "server":
-            k.update({"stream.wait": 60})
+            k.update({"stream.wait": 60, "stream.msg": p["msg"]})
         else:
-            k.update({"stream.test": "stream", "stream.peer": SERVER_IP, "stream.msg": p["msg"],
+            # tcp_stream: the client sends; tcp_maerts: the server sends
+            k.update({"stream.test": test[4:], "stream.peer": SERVER_IP, "stream.msg": p["msg"],
                       "stream.seconds": p["seconds"]})
     return k
 
@@ -172,8 +177,12 @@ def linux_keys(role, test, p, warmup):
             k["vnl.proto"] = test[:3]
     else:
         # a stock client has no warm-up: it runs that much longer
+        if rr and (p["instances"] > 1 or p["burst"] > 1):
+            raise BenchError("a linux client is one sockperf ping-pong: rr.instances=1 rr.burst=1")
         k.update({"vnl.app": "rr-client" if rr else "stream-client", "vnl.peer": SERVER_IP,
                   "vnl.msg": p["size"] if rr else p["msg"], "vnl.time": p["seconds"] + warmup})
+        if test == "tcp_maerts":
+            k["vnl.reverse"] = 1  # iperf -c -R: the server sends
         if rr:
             k["vnl.proto"] = test[:3]
     return k
@@ -241,7 +250,7 @@ def per_pair_txn(row):
     (RR), or its writes of stream.msg bytes (STREAM; from Mbit/s when the
     client is a stock iperf)."""
     txn = row.get("transactions")
-    if not txn and row.get("test") == "tcp_stream" and row.get("mbps") and row.get("msg"):
+    if not txn and row.get("test") in ("tcp_stream", "tcp_maerts") and row.get("mbps") and row.get("msg"):
         txn = row["mbps"] * 1e6 / 8 * row["seconds"] / row["msg"]
     if not txn and row.get("tps"):
         txn = row["tps"] * row["seconds"]
@@ -454,6 +463,7 @@ def main(argv):
         if s not in SWITCHES:
             raise BenchError(f"unknown switch '{s}' (known: {', '.join(SWITCHES)})")
     p = {"seconds": int(settings["seconds"]), "size": int(settings["rr.size"]),
+         "instances": int(settings["rr.instances"]), "burst": int(settings["rr.burst"]),
          "msg": peers_size(settings["stream.msg"])}
     warmup, reps = int(settings["warmup"]), int(settings["repetitions"])
     sides = set()

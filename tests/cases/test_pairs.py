@@ -44,27 +44,34 @@ def both_counted(row):
 
 
 def test_pair_rr_and_stream_over_the_bridge(t):
-    rows = run_pairs(t, ["--pairs", "default>default", "--tests", "tcp_rr,tcp_stream", "--seconds", "2",
+    rows = run_pairs(t, ["--pairs", "default>default", "--tests", "tcp_rr,tcp_stream,tcp_maerts", "--seconds", "2",
                          "--warmup", "1", "--repetitions", "1"])
     by = {r["test"]: r for r in rows}
-    rr, st = by.get("tcp_rr"), by.get("tcp_stream")
-    if not rr or not st:
+    rr, st, ma = by.get("tcp_rr"), by.get("tcp_stream"), by.get("tcp_maerts")
+    if not rr or not st or not ma:
         raise Fail(f"expected a tcp_rr and a tcp_stream row, saw {[r['test'] for r in rows]}")
     # RR: one request and one reply per transaction, each a frame on both
-    # sides, so each side's frames are about the client's transaction count
-    if not rr.get("transactions") or rr["transactions"] < 500:
-        raise Fail(f"pair tcp_rr: expected >= 500 transactions in 2 s, saw {rr.get('transactions')}")
+    # sides, so each side's frames are about the client's transaction count.
+    # The rate is only a liveness floor: two polling vCPUs share 2 host CPUs
+    # with everything else (142-1,369 trans/s measured, README "Guest pairs").
+    if not rr.get("transactions") or rr["transactions"] < 50:
+        raise Fail(f"pair tcp_rr: expected >= 50 transactions in 2 s, saw {rr.get('transactions')}")
     both_counted(rr)
     for side in ("client", "server"):
         ratio = rr[f"{side}_tx_frames"] / rr["transactions"]
         if not 0.8 <= ratio <= 1.5:
             raise Fail(f"pair tcp_rr: {side} sent {rr[f'{side}_tx_frames']} frames for {rr['transactions']} "
                        f"transactions (expected about one each)")
-    if not st.get("mbps") or st["mbps"] < 10:
-        raise Fail(f"pair tcp_stream: expected >= 10 Mbit/s, saw {st.get('mbps')}")
-    both_counted(st)
+    for row in (st, ma):
+        if not row.get("mbps") or row["mbps"] < 10:
+            raise Fail(f"pair {row['test']}: expected >= 10 Mbit/s, saw {row.get('mbps')}")
+        both_counted(row)
+    # the direction is the one asked for: the sender sends the data frames
+    if not st["client_tx_frames"] > st["server_tx_frames"] or not ma["server_tx_frames"] > ma["client_tx_frames"]:
+        raise Fail(f"stream directions: tcp_stream client/server tx frames {st['client_tx_frames']}/"
+                   f"{st['server_tx_frames']}, tcp_maerts {ma['client_tx_frames']}/{ma['server_tx_frames']}")
     print(f"    pair (TCG, bridge): tcp_rr {rr['tps']:.0f} trans/s, p50 {rr['lat_p50_ns'] / 1000:.1f} us; "
-          f"tcp_stream {st['mbps']:.0f} Mbit/s; kicks/txn client {rr['client_kicks_per_pair_txn']} "
+          f"tcp_stream {st['mbps']:.0f} Mbit/s, tcp_maerts {ma['mbps']:.0f} Mbit/s; kicks/txn client {rr['client_kicks_per_pair_txn']} "
           f"server {rr['server_kicks_per_pair_txn']}")
 
 
