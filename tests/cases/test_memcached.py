@@ -228,3 +228,32 @@ def test_linux_guest_serves_stock_memcached(t):
             raise Fail(f"linux RESULT: expected app/test memcached and virtio interrupts counted, saw {res}")
         if g.status != 0:
             raise Fail(f"the linux guest must power off cleanly, QEMU status {g.status}")
+
+
+def test_bench_matrices_expand(t):
+    """host/bench/matrices/memcached.txt and pairs.txt parse and expand to
+    the runs the README tables were measured with (no QEMU)."""
+    import guests
+    import matrix
+    import pairs
+    import variants
+
+    s, defs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "memcached.txt"))
+    m = matrix.Matrix(s, defs, variants.resolve, list(guests.KINDS))
+    runs = m.runs()
+    got = sorted({(r.column, r.params["instances"], r.params["threads"]) for r in runs})
+    want = sorted((c, n, 2) for c in ("appliance", "linux", "loopback") for n in (16, 128))
+    if got != want or len(runs) != 4 * len(want) or {r.test for r in runs} != {"memcached"}:
+        raise Fail(f"matrices/memcached.txt expands to {got} x {len(runs)} runs, expected {want} x 4")
+    ps, pdefs = pairs.parse_matrix(os.path.join(TOP, "host", "bench", "matrices", "pairs.txt"))
+    sides = {x for p in pairs.words(ps["pairs"]) for x in p.split(">")}
+    if sides != {"default", "base", "v2", "linux"} or set(pdefs) != {"base", "v2"}:
+        raise Fail(f"matrices/pairs.txt: sides {sides}, variants {pdefs}")
+    try:
+        matrix.Matrix(dict(s, **{"memcached.threads": "32", "memcached.concurrency": "16"}), defs, variants.resolve,
+                      list(guests.KINDS))
+    except Exception as e:  # BenchError: -T above -c is refused by name
+        if "memcached.threads" not in str(e):
+            raise Fail(f"memcaslap -T > -c refused with the wrong reason: {e}")
+    else:
+        raise Fail("memcached.threads > memcached.concurrency was accepted")
