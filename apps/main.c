@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "apps/apps.h"
+#include "apps/memcached.h"
 #include "kernel/kernel.h"
 
 static int app_none(void)
@@ -23,6 +24,7 @@ static const struct app {
     {"none", NULL, app_none},
     {"arpping", arpping_configure, arpping_main},
     {"echo", echo_configure, echo_main},
+    {"memcached", memcached_configure, memcached_main},
     {"rr", rr_configure, rr_main},
     {"stream", stream_configure, stream_main},
     {"tcpcheck", tcpcheck_configure, tcpcheck_main},

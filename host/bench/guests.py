@@ -161,6 +161,10 @@ class Vnetlab:
                 k.update({"stream.msg": p["msg"], "stream.wait": 60})
         elif test == "ping":
             k.update({"app": "echo", "echo.seconds": p["seconds"] + 120})
+        elif test == "memcached":
+            # memcaslap decides the load; the server ends 2 s after it stops.
+            k.update({"app": "memcached", "memcached.warmup": self.m.warmup, "memcached.idle": 2,
+                      "memcached.wait": 60})
         return k
 
     def start(self, run, backend, timeout):
@@ -354,6 +358,8 @@ class Linux:
             k.update({"vnl.app": "rr", "vnl.proto": run.test[:3], "vnl.port": peers.SOCKPERF_PORT})
         elif kind == "stream":
             k.update({"vnl.app": "stream", "vnl.port": peers.IPERF_PORT})
+        elif kind == "memcached":
+            k.update({"vnl.app": "memcached", "vnl.port": 11211})
         else:
             k["vnl.app"] = "ping"
         # The host client decides sizes and duration; the guest serves until
@@ -404,7 +410,8 @@ class Linux:
         row.setdefault("linux_kernel", mf.get("kernel"))
         row["linux_tuning"] = "+".join(self.tunings) or "stock"
         row["linux_kargs"] = " ".join(self.kargs)
-        for tool, pkg in (("sockperf", "sockperf"), ("iperf", "iperf"), ("busybox", "busybox-static")):
+        for tool, pkg in (("sockperf", "sockperf"), ("iperf", "iperf"), ("busybox", "busybox-static"),
+                          ("memcached", "memcached")):
             if mf.get(f"pkg.{pkg}"):
                 row[f"{tool}_version"] = mf[f"pkg.{pkg}"]
 
@@ -427,7 +434,7 @@ class LoopbackBoot(Boot):
         if not self.proc.alive():
             return None
         for p in procs.descendants(self.proc.pid):
-            if procs.comm(p).startswith(("sockperf", "iperf")):
+            if procs.comm(p).startswith(("sockperf", "iperf", "memcached")):
                 return p
         return None
 
@@ -466,7 +473,7 @@ class Loopback:
 
     def start(self, run, backend, timeout):
         kind = TESTS[run.test]["kind"]
-        port = {"rr": peers.SOCKPERF_PORT, "stream": peers.IPERF_PORT}.get(kind, 0)
+        port = {"rr": peers.SOCKPERF_PORT, "stream": peers.IPERF_PORT, "memcached": 11211}.get(kind, 0)
         argv = ["timeout", "--kill-after=5", str(timeout), "python3", self.SERVER, "--app", kind,
                 "--proto", "udp" if run.test == "udp_rr" else "tcp", "--port", str(port),
                 "--test", run.test, "--backend", run.backend, "--wait", "60",

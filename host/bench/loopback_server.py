@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """loopback_server.py: the `loopback` reference column's "guest" -- no VM,
-the same stock server the Linux guest runs (sockperf server, iperf -s),
+the same stock server the Linux guest runs (sockperf server, iperf -s,
+memcached),
 bound to 127.0.0.1 inside the run's network namespace, so that the same
 host peer measures the host stack's own floor.
 
-    loopback_server.py --app rr|stream|ping [--proto tcp|udp] [--port N]
+    loopback_server.py --app rr|stream|ping|memcached [--proto tcp|udp] [--port N]
                        [--idle S] [--wait S] [--limit S] [--test NAME]
 
 Console lines in the shapes guests.py expects of a guest:
@@ -46,7 +47,7 @@ def bound(proto, port):
 
 def main(argv):
     ap = argparse.ArgumentParser()
-    ap.add_argument("--app", choices=("rr", "stream", "ping"), required=True)
+    ap.add_argument("--app", choices=("rr", "stream", "ping", "memcached"), required=True)
     ap.add_argument("--proto", choices=("tcp", "udp"), default="tcp")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--idle", type=float, default=2)
@@ -58,7 +59,7 @@ def main(argv):
 
     status = 0
     srv = None
-    proto = a.proto if a.app == "rr" else ("tcp" if a.app == "stream" else "icmp")
+    proto = a.proto if a.app == "rr" else ("tcp" if a.app in ("stream", "memcached") else "icmp")
     try:
         subprocess.run(["ip", "link", "set", "lo", "up"], check=True, timeout=10)
         if a.app == "rr":
@@ -67,6 +68,11 @@ def main(argv):
         elif a.app == "stream":
             port = a.port or 5001
             argv_srv = ["iperf", "-s", "-B", "127.0.0.1", "-p", str(port)]
+        elif a.app == "memcached":
+            # stock Debian memcached as its package starts it (-m 64, 4
+            # threads), no UDP; as root it needs a user to run as
+            port = a.port or 11211
+            argv_srv = ["memcached", "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-m", "64", "-u", "nobody"]
         else:
             port, argv_srv = 0, None
         if argv_srv:

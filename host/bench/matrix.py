@@ -27,6 +27,8 @@ TESTS = {
     "tcp_stream": dict(kind="stream", row="msg", metric="mbps", up=True),
     "tcp_maerts": dict(kind="stream", row="msg", metric="mbps", up=True),
     "ping": dict(kind="ping", row="size", metric="lat_p50_ns", up=False),
+    # host memcaslap against a memcached server (mcload.py); rows = its -c
+    "memcached": dict(kind="memcached", row="instances", metric="tps", up=True),
 }
 TEST_ALIASES = {"rr": "tcp_rr", "stream": "tcp_stream", "maerts": "tcp_maerts"}
 
@@ -59,6 +61,8 @@ KEYS = {
     "stream.instances": ("1,4", "concurrent streams"),
     "stream.role": ("client", "client: the appliance connects to a host `iperf -s` (sending, or receiving like iperf -R); server: a host `iperf -c` drives the appliance"),
     "ping.sizes": ("56", "ICMP payload sizes (table rows)"),
+    "memcached.concurrency": ("128", "memcached: memcaslap -c (connections; table rows)"),
+    "memcached.threads": ("2", "memcached: memcaslap -T (client threads)"),
     "accel": ("auto", "auto|kvm|tcg, passed to host/qemu-run.sh"),
     "cpu": ("", "QEMU CPU model of every guest (default: per accelerator, guests.CPU_MODEL: TCG qemu64, KVM host)"),
     "machine": ("pc", "pc|q35"),
@@ -163,6 +167,8 @@ class Run:
                 cfg += f" open-loop {p['mps']}/s"
         elif TESTS[self.test]["kind"] == "stream":
             cfg = f"msg {p['msg']} x{p['instances']}"
+        elif TESTS[self.test]["kind"] == "memcached":
+            cfg = f"-c {p['instances']} -T {p['threads']}"
         else:
             cfg = f"size {p['size']}"
         return f"{self.test} {cfg} {self.column} {self.backend} rep {self.rep + 1}"
@@ -248,6 +254,10 @@ class Matrix:
                 raise BenchError(f"stream size {z} out of range 1..65535 (one write of the appliance)")
         self.stream_instances = self._ints("stream.instances", 1, 32)
         self.ping_sizes = [parse_size(x) for x in split_list(s["ping.sizes"])]
+        self.mc_concurrency = self._ints("memcached.concurrency", 1, 1024)
+        self.mc_threads = self._int("memcached.threads", 1, 64)
+        if self.mc_threads > min(self.mc_concurrency):
+            raise BenchError("memcached.threads must not exceed memcached.concurrency (memcaslap -T <= -c)")
         if s["accel"] not in ("auto", "kvm", "tcg"):
             raise BenchError(f"bad accel '{s['accel']}' (auto|kvm|tcg)")
         self.accel = s["accel"]
@@ -334,6 +344,8 @@ class Matrix:
             ]
         if kind == "stream":
             return [dict(msg=m, instances=i, seconds=self.seconds) for i in self.stream_instances for m in self.stream_sizes]
+        if kind == "memcached":
+            return [dict(instances=c, threads=self.mc_threads, seconds=self.seconds) for c in self.mc_concurrency]
         return [dict(size=z, seconds=self.seconds) for z in self.ping_sizes]
 
     def runs(self):
@@ -375,6 +387,8 @@ class Matrix:
             "stream.instances": self.stream_instances,
             "stream.role": self.stream_role,
             "ping.sizes": self.ping_sizes,
+            "memcached.concurrency": self.mc_concurrency,
+            "memcached.threads": self.mc_threads,
             "accel": self.accel,
             "cpu": self.cpu,
             "machine": self.machine,

@@ -11,6 +11,7 @@ their output says.
                         -R, receives from it (tcp_stream)
   ping                  `ping -A` (adaptive: one echo in flight, like an RR);
                         every reply's time gives the percentiles
+  memcached             `memcaslap` drives the server (mcload.py)
 
 A peer is started through the backend's wrap() (inside the namespace) and,
 optionally, under `taskset -c LIST`. Every peer has a hard timeout.
@@ -275,6 +276,10 @@ def for_test(test, roles, backend, params, pin="", warmup=0):
             cls = SockperfUnderLoad
     elif test in ("tcp_stream", "tcp_maerts"):
         cls = IperfServer if roles["stream"] == "client" else IperfClient
+    elif test == "memcached":
+        from mcload import Memcaslap  # mcload imports this module
+
+        cls = Memcaslap
     else:
         cls = Ping
     return cls(backend, test, params, pin, warmup)

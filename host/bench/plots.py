@@ -92,7 +92,7 @@ def plot_all(records, cols, outdir):
                 ax.set_title(f"{test} transactions/s vs instances, {backend}\n{_subtitle(sub, ('instances',))}", fontsize=9)
                 ax.legend(fontsize=8)
                 ax.grid(True, alpha=0.3)
-                files.append(_save(fig, outdir, _slug("tps", test, backend, sub[0]["req"], sub[0]["resp"], sub[0]["burst"]) + ".png"))
+                files.append(_save(fig, outdir, _slug("tps", test, backend, sub[0].get("req"), sub[0].get("resp"), sub[0].get("burst")) + ".png"))
 
         if metric == "mbps":
             for sub in _by(recs, "instances").values():

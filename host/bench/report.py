@@ -390,7 +390,8 @@ def markdown(records, cols, baseline, meta, plots=()):
                     return "-"
                 return f"{fmt_num(r['peer_lat_p50_ns'], 'x_ns')} / {fmt_num(r.get('peer_lat_p99_ns'), 'x_ns')}"
 
-            L += _table("host peer's own round trip p50 / p99 (us, sockperf --full-rtt, medians)", row_name,
+            who = ("memcaslap, log2 buckets: upper bounds" if info["kind"] == "memcached" else "sockperf --full-rtt")
+            L += _table(f"host peer's own round trip p50 / p99 (us, {who}, medians)", row_name,
                         row_values, gcols, peer_lat_cell)
 
         odd = [r for r in recs if r.get("outstanding_mean") is not None and r.get("instances")
@@ -410,7 +411,8 @@ def markdown(records, cols, baseline, meta, plots=()):
                     return "-"
                 return f"{fmt_num(r['kicks_per_txn'])} / {fmt_num(r.get('reclaims_per_txn'))}"
 
-            unit = {"rr": "transaction", "stream": "message (one write of msg bytes)", "ping": "ping (whole boot)"}[info["kind"]]
+            unit = {"rr": "transaction", "stream": "message (one write of msg bytes)", "ping": "ping (whole boot)",
+                    "memcached": "memcached command"}[info["kind"]]
             L += _table(f"driver: kicks / TX reclaim calls per {unit} (medians)", row_name, row_values, gcols, drv_cell)
 
     if meta.get("placement"):

@@ -6,11 +6,11 @@
 #
 # Fetches with `apt-get download` (this machine's own apt sources, signed
 # index; nothing is installed): the Debian kernel linux-image-amd64 depends
-# on, busybox-static, sockperf, iperf and the shared libraries they need
-# (libc6, libstdc++6, libgcc-s1). Unpacks them with dpkg-deb -x and writes
+# on, busybox-static, sockperf, iperf, memcached and the shared libraries they
+# need (libc6, libstdc++6, libgcc-s1; libevent, libsasl2, libssl3 for memcached). Unpacks them with dpkg-deb -x and writes
 #
 #   deps/linux-guest/vmlinuz      the Debian kernel, unmodified
-#   deps/linux-guest/initrd.gz    busybox, sockperf, iperf, their libraries and
+#   deps/linux-guest/initrd.gz    busybox, sockperf, iperf, memcached, their libraries and
 #                                 ld.so, the virtio-net modules (dependencies
 #                                 first, from their .modinfo), host/linux-guest/init
 #   deps/linux-guest/manifest     key=value: kernel version, package versions
@@ -43,8 +43,8 @@ done
 # them built in.
 WANT_MODULES=(virtio_pci virtio_net)
 # Shared-library packages: the tools' NEEDED entries are looked up in them.
-LIB_PKGS=(libc6 libstdc++6 libgcc-s1)
-TOOLS=(usr/bin/sockperf usr/bin/iperf)
+LIB_PKGS=(libc6 libstdc++6 libgcc-s1 libevent-2.1-7 libsasl2-2 libssl3)
+TOOLS=(usr/bin/sockperf usr/bin/iperf usr/bin/memcached)
 
 # ---- what apt would fetch ----
 kernel_pkg() {
@@ -57,7 +57,7 @@ if [ -z "$kpkg" ] && [ "$(id -u)" = 0 ]; then
 	kpkg=$(kernel_pkg)
 fi
 [ -n "$kpkg" ] || die "apt cannot resolve the kernel package of linux-image-amd64 (stale package lists: as root run apt-get update)"
-PKGS=("$kpkg" busybox-static sockperf iperf "${LIB_PKGS[@]}")
+PKGS=("$kpkg" busybox-static sockperf iperf memcached "${LIB_PKGS[@]}")
 
 # One apt-cache call (each costs most of a second): "pkg.NAME=VERSION" lines.
 versions=$(apt-cache show --no-all-versions "${PKGS[@]}" 2>/dev/null |
