@@ -127,9 +127,10 @@ static int virtq_fault(struct virtq *vq, enum virtq_fault f, uint16_t pos, bool 
 	vq->broken = true;
 	vq->fault = f;
 	printf("DEVICE_FAULT {\"queue\":%u,\"fault\":\"%s\",\"used_idx\":%u,\"last_used\":%u,"
-	       "\"in_flight\":%u,\"id\":%lu,\"len\":%lu,\"posted_writable\":%lu,\"ring\":\"packed\"}\n",
-	       vq->qidx, virtq_fault_name(f), virtq_off_wrap(pos, wrap),
-	       vq->last_used, vq->chains, (unsigned long)id, (unsigned long)len,
+	       "\"in_flight\":%u,\"id\":%lu,\"len\":%lu,\"posted_writable\":%lu,\"ring\":"
+	       "\"packed\"}\n",
+	       vq->qidx, virtq_fault_name(f), virtq_off_wrap(pos, wrap), vq->last_used, vq->chains,
+	       (unsigned long)id, (unsigned long)len,
 	       (unsigned long)(id < vq->size ? vq->write_len[id] : 0));
 	return -VIRTQ_EDEVICE;
 }
@@ -173,8 +174,8 @@ int virtq_add(struct virtq *vq, const struct virtq_buf *bufs, unsigned n, void *
 		struct virtq_pdesc *d = &vq->pdesc[pos];
 
 		if (!!(virtq_load16(&d->flags) & VIRTQ_DESC_F_AVAIL) == wrap)
-			return virtq_fault(vq, VIRTQ_FAULT_IDX_JUMP, pos, wrap, virtq_load16(&d->id),
-			                   virtq_load32(&d->len));
+			return virtq_fault(vq, VIRTQ_FAULT_IDX_JUMP, pos, wrap,
+			                   virtq_load16(&d->id), virtq_load32(&d->len));
 		if (++pos == vq->size) {
 			pos = 0;
 			wrap = !wrap;
@@ -187,9 +188,9 @@ int virtq_add(struct virtq *vq, const struct virtq_buf *bufs, unsigned n, void *
 	vq->head_pos[id] = pos;
 	for (i = 0; i < n; i++) {
 		struct virtq_pdesc *d = &vq->pdesc[pos];
-		uint16_t flags = (uint16_t)((bufs[i].writable ? VIRTQ_DESC_F_WRITE : 0) |
-		                            (i + 1 < n ? VIRTQ_DESC_F_NEXT : 0) |
-		                            virtq_avail_bits(wrap));
+		uint16_t flags =
+		    (uint16_t)((bufs[i].writable ? VIRTQ_DESC_F_WRITE : 0) |
+		               (i + 1 < n ? VIRTQ_DESC_F_NEXT : 0) | virtq_avail_bits(wrap));
 
 		d->addr = bufs[i].addr;
 		d->len = bufs[i].len;
@@ -383,7 +384,8 @@ int virtq_get_used(struct virtq *vq, void **token, uint32_t *len)
 	if (slot == VIRTQ_SLOT_WAIT)
 		return 0;
 	if (slot == VIRTQ_SLOT_BAD)
-		return virtq_fault(vq, VIRTQ_FAULT_WRAP, vq->used_pos, vq->used_wrap, virtq_load16(&d->id), virtq_load32(&d->len));
+		return virtq_fault(vq, VIRTQ_FAULT_WRAP, vq->used_pos, vq->used_wrap,
+		                   virtq_load16(&d->id), virtq_load32(&d->len));
 	/* Barrier C (pairs with the device's write barrier between writing a
 	 * used descriptor's id / len and its flags): read them only after
 	 * the flags that say they are there. */
@@ -395,12 +397,14 @@ int virtq_get_used(struct virtq *vq, void **token, uint32_t *len)
 	/* Not a buffer we have in flight: never posted, or already used
 	 * once (a descriptor marked used twice). */
 	if (vq->chain_len[id] == 0)
-		return virtq_fault(vq, VIRTQ_FAULT_NOT_IN_FLIGHT, vq->used_pos, vq->used_wrap, id, l);
+		return virtq_fault(vq, VIRTQ_FAULT_NOT_IN_FLIGHT, vq->used_pos, vq->used_wrap, id,
+		                   l);
 	/* A chain exists for the device only once its first descriptor's
 	 * flags are written; one it uses earlier was read ahead of them. */
 	if ((uint16_t)(vq->avail_pos[id] - vq->avail_pub) <
 	    (uint16_t)(vq->avail_idx - vq->avail_pub))
-		return virtq_fault(vq, VIRTQ_FAULT_NOT_PUBLISHED, vq->used_pos, vq->used_wrap, id, l);
+		return virtq_fault(vq, VIRTQ_FAULT_NOT_PUBLISHED, vq->used_pos, vq->used_wrap, id,
+		                   l);
 	/* 2.8.4: the length is reserved without WRITE; devices set it
 	 * loosely on chains with nothing writable (TX): counted, ignored. */
 	if (vq->write_len[id] == 0 && l) {
