@@ -110,3 +110,23 @@ def test_packed_build_needs_packed_device(t):
     g = t.boot(append="app=echo echo.seconds=5 backend=user", net="user", timeout=60, kernel=kernel(name))
     g.expect(r'^ERROR \{"where":"[^"]*","msg":"[^"]*needs VIRTIO_F_RING_PACKED[^"]*"\}')
     g.expect_status(1)
+
+
+def test_split_build_on_packed_device(t):
+    """The ring.txt comparison runs both columns on one packed=on device:
+    a split build does not accept RING_PACKED there and runs its split
+    ring (1 s TCP RR, every transaction answered)."""
+    name = "base-every-ei1-eager-inline-zc1"
+    with t.netns() as ns:
+        ns.popen(["sockperf", "server", "--tcp", "-i", NS_HOST_IP, "-p", str(RR_PORT)],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_listening(ns, RR_PORT)
+        g = t.boot(append=f"app=rr rr.peer={NS_HOST_IP} rr.port={RR_PORT} rr.seconds=1 rr.warmup=0 {GUEST_NET}",
+                   net=f"tap:{ns.tap}", ns=ns, timeout=60, kernel=kernel(name), extra=PACKED_ON)
+        g.expect_ok()
+        m = g.expect(r"^virtio-net: features=0x[0-9a-f]+ \(([A-Z_0-9,]+)\) offered=0x([0-9a-f]+)$")
+        if "RING_PACKED" in m.group(1).split(",") or not int(m.group(2), 16) >> 34 & 1:
+            raise Fail(f"expected RING_PACKED offered but not negotiated: {m.group(0)}")
+        r = json_line(g, "RESULT")
+        if r["transactions"] <= 0 or r["lost"] or r["errors"] or "ring=" in r["variant"]:
+            raise Fail(f"split build on a packed=on device: {r}")
