@@ -79,9 +79,13 @@ def pools(ns, g):
 def soak(t, kind, seconds, window, tol, warmup):
     app, listening, client = KINDS[kind]
     nwin = max(2, seconds // window)
+    # The servers cap their measured interval (rr.seconds, stream.seconds:
+    # 600 s by default): the soak must outlast it.
+    cap = min(86400, warmup + (nwin + 1) * window + 600)
+    app += f" {kind}.seconds={cap}"
     with t.netns() as ns:
         g = t.start(append=f"{app} ip={NS_GUEST_IP}/24 backend=tap", net=f"tap:{ns.tap}", ns=ns,
-                    timeout=seconds + window + 120)
+                    timeout=cap + 120)
         g.wait_line(listening, timeout=30)
         figs = []
         p0 = None
