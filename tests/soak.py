@@ -91,7 +91,10 @@ def soak(t, kind, seconds, window, tol, warmup):
         p0 = None
         for w in range(nwin + 1):  # window 0 is the warm-up
             length = warmup if w == 0 else window
-            r = ns.run(client(length), timeout=length + 60, capture_output=True, text=True)
+            try:
+                r = ns.run(client(length), timeout=length + 60, capture_output=True, text=True)
+            except subprocess.TimeoutExpired:
+                raise Fail(f"{kind} window {w}: the host client did not finish within {length + 60} s")
             f, unit = figure(kind, r.stdout + r.stderr)
             print(f"  {kind} window {w}{' (warm-up)' if w == 0 else ''}: {f:.1f} {unit}", flush=True)
             time.sleep(0.5)  # the connection's close is done on both sides
