@@ -79,15 +79,22 @@ def pools(ns, g):
 def soak(t, kind, seconds, window, tol, warmup):
     app, listening, client = KINDS[kind]
     nwin = max(2, seconds // window)
+    # The servers cap their measured interval (rr.seconds, stream.seconds:
+    # 600 s by default): the soak must outlast it.
+    cap = min(86400, warmup + (nwin + 1) * window + 600)
+    app += f" {kind}.seconds={cap}"
     with t.netns() as ns:
         g = t.start(append=f"{app} ip={NS_GUEST_IP}/24 backend=tap", net=f"tap:{ns.tap}", ns=ns,
-                    timeout=seconds + window + 120)
+                    timeout=cap + 120)
         g.wait_line(listening, timeout=30)
         figs = []
         p0 = None
         for w in range(nwin + 1):  # window 0 is the warm-up
             length = warmup if w == 0 else window
-            r = ns.run(client(length), timeout=length + 60, capture_output=True, text=True)
+            try:
+                r = ns.run(client(length), timeout=length + 60, capture_output=True, text=True)
+            except subprocess.TimeoutExpired:
+                raise Fail(f"{kind} window {w}: the host client did not finish within {length + 60} s")
             f, unit = figure(kind, r.stdout + r.stderr)
             print(f"  {kind} window {w}{' (warm-up)' if w == 0 else ''}: {f:.1f} {unit}", flush=True)
             time.sleep(0.5)  # the connection's close is done on both sides
