@@ -12,7 +12,7 @@
 
 /* ---- platform ---- */
 #define NO_SYS                1 /* no threads: the poll loop drives everything */
-#define SYS_LIGHTWEIGHT_PROT  0 /* no interrupts, no preemption: nothing to protect */
+#define SYS_LIGHTWEIGHT_PROT  0 /* interrupts only end a HLT, no preemption: nothing to protect */
 #define LWIP_NETCONN          0 /* sequential APIs need threads */
 #define LWIP_SOCKET           0
 #define MEM_ALIGNMENT         8 /* x86-64: keep 64-bit fields aligned */
