@@ -116,6 +116,16 @@ static inline uint64_t rdtsc(void)
 	return ((uint64_t)hi << 32) | lo;
 }
 
+/* rdtsc that neither runs ahead of earlier instructions nor lets later ones
+ * run ahead of it (lfence on both sides, Intel SDM RDTSC): brackets around
+ * one I/O instruction, for the PIT calibration. */
+static inline uint64_t rdtsc_ordered(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("lfence; rdtsc; lfence" : "=a"(lo), "=d"(hi)::"memory");
+	return ((uint64_t)hi << 32) | lo;
+}
+
 static inline void cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
 {
 	__asm__ volatile("cpuid"

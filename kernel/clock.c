@@ -2,24 +2,52 @@
  * clock.c: a monotonic nanosecond clock from the TSC. The TSC frequency
  * comes from CPUID leaf 0x15 (TSC/crystal ratio and crystal frequency) or
  * 0x16 (base frequency) when the CPU reports them, otherwise it is measured
- * against PIT channel 2 (1.193182 MHz), which every PC-compatible machine
- * and QEMU model has. We assume an invariant TSC, as KVM and TCG provide.
+ * against the i8254 PIT (1.193182 MHz), which every PC-compatible machine
+ * and QEMU model (pc, q35, microvm) has. We assume an invariant TSC, as KVM
+ * and TCG provide. (QEMU 7.2 under TCG reports neither 0x15/0x16 with its
+ * default CPU nor a hypervisor TSC leaf 0x40000010: its leaf 0x40000000 is
+ * "TCGTCGTCGTCG" with nothing behind it, so under TCG it is always the PIT.)
+ *
+ * PIT calibration reads channel 0's counter through the latch command, with
+ * the TSC read just before and just after the one OUT that latches it: the
+ * count belongs to some instant inside that bracket. Two such samples
+ * cal_ms apart give the rate; the error bound is both half-brackets plus
+ * one PIT tick (each latched count is truncated to a whole tick), over the
+ * window. The window grows past cal_ms until the bound is at most
+ * TSC_ERR_GOAL_PPM (a preempted vCPU only widens a bracket, which the
+ * bound then shows), for at most PIT_GIVE_UP_MS; clock.cal_ms=N (1-40)
+ * sets the least window. Channel 0, not channel 2: its
+ * gate is always on, while channel 2's is port 0x61, which microvm lacks.
+ * No interrupt is taken here (IF is clear; the PIC masks IRQ0).
  */
 #include <stdio.h>
 #include "kernel/arch.h"
 #include "kernel/kernel.h"
 
-#define PIT_HZ         1193182u
-#define PIT_CH2        0x42
-#define PIT_CMD        0x43
-#define PIT_GATE       0x61 /* bit0 gate ch2, bit1 speaker, bit5 OUT2 */
-#define PIT_CAL_MS     10u
-#define PIT_CAL_ROUNDS 3
+#define PIT_HZ           1193182u
+#define PIT_CH0          0x40
+#define PIT_CMD          0x43
+#define PIT_CMD_LATCH0   0x00 /* counter latch, channel 0 */
+#define PIT_CMD_MODE2    0x34 /* channel 0, lo/hi byte, mode 2 (rate generator), binary */
+#define PIT_CAL_MS_DEF   2u
+#define PIT_CAL_MS_MAX   40u  /* largest clock.cal_ms */
+#define PIT_GIVE_UP_MS   200u /* accept any bound after this long */
+#define TSC_ERR_GOAL_PPM 1000u
+/* Until the window holds PIT_EST_TICKS (1 ms) there is no rate to tell how
+ * many whole counter periods a long step between two samples hid; a step
+ * longer than PIT_STEP_MAX_TSC TSC ticks (0.4 ms at 2.6 GHz, less than one
+ * 54.9 ms counter period for any TSC above 18 MHz) then restarts the
+ * window. After that the rate so far counts the hidden periods. */
+#define PIT_EST_TICKS    1193u
+#define PIT_STEP_MAX_TSC 1000000u
+#define PIT_SAMPLES_MAX  2000000u /* no PIT: give up (seconds under TCG) */
 
 static uint64_t tsc_khz;
 static uint64_t tsc_base;
 static uint64_t ns_mult; /* ns = (delta * ns_mult) >> 32 */
 static const char *method = "none";
+static uint64_t err_ppm; /* bound on the calibration's error; 0 for CPUID */
+static uint64_t cal_us;  /* the PIT window actually used */
 
 static uint64_t khz_from_cpuid(void)
 {
@@ -43,46 +71,87 @@ static uint64_t khz_from_cpuid(void)
 	return 0;
 }
 
-/* One PIT one-shot of PIT_CAL_MS: count TSC ticks until OUT2 goes high. */
-static uint64_t pit_round(void)
+struct pit_sample {
+	uint16_t count; /* channel 0 counts down */
+	uint64_t tsc;   /* middle of the bracket around the latch */
+	uint64_t half;  /* half the bracket, rounded up */
+};
+
+static struct pit_sample pit_sample(void)
 {
-	uint32_t count = PIT_HZ / 1000 * PIT_CAL_MS;
-	outb(PIT_GATE, (inb(PIT_GATE) & ~0x02) | 0x01);
-	outb(PIT_CMD, 0xb0); /* channel 2, lo/hi byte, mode 0, binary */
-	outb(PIT_CH2, (uint8_t)count);
-	outb(PIT_CH2, (uint8_t)(count >> 8));
-	uint64_t t0 = rdtsc();
-	/* Bounded: 50 ms is far below 200M port reads even under emulation. */
-	for (uint32_t i = 0; i < 200000000u; i++) {
-		if (inb(PIT_GATE) & 0x20)
-			return rdtsc() - t0;
+	struct pit_sample s;
+	uint64_t t0 = rdtsc_ordered();
+	outb(PIT_CMD, PIT_CMD_LATCH0);
+	uint64_t t1 = rdtsc_ordered();
+	uint8_t lo = inb(PIT_CH0);
+	uint8_t hi = inb(PIT_CH0);
+	s.count = (uint16_t)(lo | hi << 8);
+	s.tsc = t0 + (t1 - t0) / 2;
+	s.half = (t1 - t0 + 1) / 2;
+	return s;
+}
+
+/* Bound in ppm for a window from a to b of ticks PIT ticks. */
+static uint64_t pit_err_ppm(const struct pit_sample *a, const struct pit_sample *b, uint64_t ticks)
+{
+	uint64_t tsc = b->tsc - a->tsc;
+	uint64_t err = a->half + b->half + tsc / ticks;
+	return err * 1000000u / tsc;
+}
+
+static uint64_t khz_from_pit(uint32_t min_ms)
+{
+	const uint64_t min_ticks = PIT_HZ / 1000 * min_ms;
+	const uint64_t max_ticks = PIT_HZ / 1000 * PIT_GIVE_UP_MS;
+	outb(PIT_CMD, PIT_CMD_MODE2);
+	outb(PIT_CH0, 0); /* reload 0 = 65536 */
+	outb(PIT_CH0, 0);
+	struct pit_sample a = pit_sample(), prev = a;
+	uint64_t ticks = 0; /* from a to prev */
+	for (uint32_t i = 0; i < PIT_SAMPLES_MAX; i++) {
+		struct pit_sample b = pit_sample();
+		uint64_t step = (uint16_t)(prev.count - b.count);
+		uint64_t dt = b.tsc - prev.tsc;
+		if (ticks < PIT_EST_TICKS) {
+			/* No rate estimate yet: a stall could hide whole counter
+			 * periods, so start again; and while the count has not
+			 * moved, a narrower bracket is a better start. */
+			if (dt > PIT_STEP_MAX_TSC || (ticks == 0 && step == 0 && b.half < a.half)) {
+				a = prev = b;
+				ticks = 0;
+				continue;
+			}
+		} else {
+			/* Whole periods the 16-bit count hid during a stall (a
+			 * preempted vCPU), from the rate so far. */
+			uint64_t expect = dt * ticks / (prev.tsc - a.tsc);
+			if (expect > step)
+				step += (expect - step + 32768) / 65536 * 65536;
+		}
+		ticks += step;
+		prev = b;
+		if (ticks < min_ticks)
+			continue;
+		uint64_t ppm = pit_err_ppm(&a, &b, ticks);
+		if (ppm <= TSC_ERR_GOAL_PPM || ticks >= max_ticks) {
+			method = "pit";
+			err_ppm = ppm;
+			cal_us = ticks * 1000000u / PIT_HZ;
+			return (b.tsc - a.tsc) * PIT_HZ / ticks / 1000;
+		}
 	}
 	return 0;
 }
 
-static uint64_t khz_from_pit(void)
-{
-	uint64_t best = 0;
-	for (int i = 0; i < PIT_CAL_ROUNDS; i++) {
-		uint64_t t = pit_round();
-		if (!t)
-			return 0;
-		/* The shortest round had the least interference (a preempted
-		 * vCPU only ever makes a round look longer). */
-		if (!best || t < best)
-			best = t;
-	}
-	method = "pit";
-	return best / PIT_CAL_MS;
-}
-
 void clock_init(void)
 {
+	uint32_t cal_ms = (uint32_t)cmdline_u64("clock.cal_ms", PIT_CAL_MS_DEF, 1, PIT_CAL_MS_MAX);
 	tsc_khz = khz_from_cpuid();
 	if (!tsc_khz)
-		tsc_khz = khz_from_pit();
+		tsc_khz = khz_from_pit(cal_ms);
 	if (!tsc_khz)
-		panic("clock: TSC calibration failed (no CPUID 0x15/0x16, PIT OUT2 never rose)");
+		panic("clock: TSC calibration failed (no CPUID 0x15/0x16, the PIT's channel 0 "
+		      "counter never moved)");
 	ns_mult = ((uint64_t)1000000 << 32) / tsc_khz;
 	tsc_base = rdtsc();
 }
@@ -111,6 +180,16 @@ uint64_t clock_tsc_khz(void)
 const char *clock_method(void)
 {
 	return method;
+}
+
+uint64_t clock_err_ppm(void)
+{
+	return err_ppm;
+}
+
+uint64_t clock_cal_us(void)
+{
+	return cal_us;
 }
 
 void clock_delay_us(uint64_t us)

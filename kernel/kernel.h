@@ -100,6 +100,8 @@ void clock_init(void);
 uint64_t clock_ns(void);
 uint64_t clock_tsc_khz(void);
 const char *clock_method(void); /* "cpuid15", "cpuid16", "pit" */
+uint64_t clock_err_ppm(void);   /* bound on the PIT calibration's error; 0 for CPUID */
+uint64_t clock_cal_us(void);    /* length of the PIT window; 0 for CPUID */
 uint64_t clock_tsc_to_ns(uint64_t tsc_delta);
 /* A clock_ns() value as ns since the boot front-end's first instruction,
  * the clock of the ready line's boot_us. */

@@ -5,7 +5,7 @@
  *
  * Console format (parsed by tests/ and host/; documented in README.md):
  *   vnetlab boot=<pvh|efi> accel=<kvm|tcg|hw|unknown> tsc_khz=N tsc_cal=<method>
- *           mem_mib=N cpu="..." cmdline="..."
+ *           tsc_cal_us=N tsc_err_ppm=N mem_mib=N cpu="..." cmdline="..."
  *   pci BB:DD.F VVVV:DDDD class=CCCCCC        (one per function)
  *   vnetlab ready boot_us=N pci=<ecam|ports> pci_functions=N
  */
@@ -45,10 +45,10 @@ void kernel_main(struct boot_info *bi)
 	heap_init(heap > HEAP_MAX ? HEAP_MAX : heap);
 	acpi_init(bi->rsdp);
 
-	printf("vnetlab boot=%s accel=%s tsc_khz=%lu tsc_cal=%s mem_mib=%lu cpu=\"%s\" "
-	       "cmdline=\"%s\"\n",
-	       bi->protocol, cpu_accel(), clock_tsc_khz(), clock_method(), pmm_total_bytes() >> 20,
-	       cpu_model(), cmdline_raw());
+	printf("vnetlab boot=%s accel=%s tsc_khz=%lu tsc_cal=%s tsc_cal_us=%lu tsc_err_ppm=%lu "
+	       "mem_mib=%lu cpu=\"%s\" cmdline=\"%s\"\n",
+	       bi->protocol, cpu_accel(), clock_tsc_khz(), clock_method(), clock_cal_us(),
+	       clock_err_ppm(), pmm_total_bytes() >> 20, cpu_model(), cmdline_raw());
 	pci_init();
 
 	selftest_configure();

@@ -13,14 +13,15 @@
 #define CFG_DATA     0xcfc
 #define PCI_MAX_DEVS 64
 
-#define PCI_VENDOR      0x00
-#define PCI_COMMAND     0x04
-#define PCI_CLASS_REV   0x08
-#define PCI_HEADER_TYPE 0x0e
-#define PCI_BAR0        0x10
-#define CMD_IO          (1u << 0)
-#define CMD_MEM         (1u << 1)
-#define CMD_MASTER      (1u << 2)
+#define PCI_VENDOR       0x00
+#define PCI_COMMAND      0x04
+#define PCI_CLASS_REV    0x08
+#define PCI_HEADER_TYPE  0x0e
+#define PCI_BRIDGE_BUSES 0x18 /* type 1 header: primary, secondary, subordinate */
+#define PCI_BAR0         0x10
+#define CMD_IO           (1u << 0)
+#define CMD_MEM          (1u << 1)
+#define CMD_MASTER       (1u << 2)
 
 static struct pci_dev devs[PCI_MAX_DEVS];
 static int ndevs;
@@ -102,26 +103,46 @@ static void probe(uint8_t bus, uint8_t dev, uint8_t fn)
 	       d->class_rev >> 8);
 }
 
+static uint8_t bus_seen[256 / 8];
+
+/* Every function on one bus, then the buses behind its PCI-to-PCI bridges
+ * (PCI-to-PCI Bridge spec 1.2 section 3.2.5.3: the secondary bus number
+ * firmware assigned). Walking bridges instead of all 256 buses saves ~8,000
+ * configuration reads, milliseconds under TCG. Depth is bounded by the 256
+ * bus numbers, each scanned once. */
+static void scan_bus(uint8_t bus)
+{
+	if (bus_seen[bus / 8] & (1u << (bus % 8)))
+		return;
+	bus_seen[bus / 8] |= (uint8_t)(1u << (bus % 8));
+	for (uint8_t dev = 0; dev < 32; dev++) {
+		uint32_t id = raw_read32(bus, dev, 0, PCI_VENDOR);
+		if ((id & 0xffff) == 0xffff)
+			continue;
+		uint8_t ht = (uint8_t)(raw_read32(bus, dev, 0, PCI_HEADER_TYPE & ~3) >> 16);
+		int nfn = (ht & 0x80) ? 8 : 1;
+		for (uint8_t fn = 0; fn < nfn; fn++) {
+			probe(bus, dev, fn);
+			uint8_t fht =
+			    (uint8_t)(raw_read32(bus, dev, fn, PCI_HEADER_TYPE & ~3) >> 16);
+			if ((fht & 0x7f) != 1 ||
+			    (raw_read32(bus, dev, fn, PCI_VENDOR) & 0xffff) == 0xffff)
+				continue;
+			uint8_t secondary =
+			    (uint8_t)(raw_read32(bus, dev, fn, PCI_BRIDGE_BUSES) >> 8);
+			if (secondary > bus)
+				scan_bus(secondary);
+		}
+	}
+}
+
 void pci_init(void)
 {
 	ecam = (uintptr_t)acpi_ecam_base(&ecam_bus_start, &ecam_bus_end);
 	if (ecam) {
 		paging_map_mmio(ecam, (uint64_t)(ecam_bus_end - ecam_bus_start + 1) << 20);
 	}
-	/* Brute force over every bus: cheap (one config read per absent
-	 * slot) and independent of how bridges were numbered. */
-	for (unsigned bus = 0; bus < 256; bus++) {
-		for (uint8_t dev = 0; dev < 32; dev++) {
-			uint32_t id = raw_read32((uint8_t)bus, dev, 0, PCI_VENDOR);
-			if ((id & 0xffff) == 0xffff)
-				continue;
-			uint8_t ht =
-			    (uint8_t)(raw_read32((uint8_t)bus, dev, 0, PCI_HEADER_TYPE & ~3) >> 16);
-			int nfn = (ht & 0x80) ? 8 : 1;
-			for (uint8_t fn = 0; fn < nfn; fn++)
-				probe((uint8_t)bus, dev, fn);
-		}
-	}
+	scan_bus(ecam ? ecam_bus_start : 0);
 }
 
 const char *pci_access_method(void)

@@ -6,7 +6,7 @@ import subprocess
 
 from lib import BUILD, QEMU_RUN, Fail, Skip
 
-BANNER_FIELDS = ("boot", "accel", "tsc_khz", "tsc_cal", "mem_mib", "cpu", "cmdline")
+BANNER_FIELDS = ("boot", "accel", "tsc_khz", "tsc_cal", "tsc_cal_us", "tsc_err_ppm", "mem_mib", "cpu", "cmdline")
 
 
 def check_banner(g, boot):
@@ -106,6 +106,29 @@ def test_clock_monotonic_and_calibrated(t):
         raise Fail(f"guest interval {guest:.3f}s is shorter than the 1 s the test needs")
     if abs(guest - host) / host > 0.10:
         raise Fail(f"guest clock says {guest:.3f}s, host wall clock {host:.3f}s: more than 10% apart")
+
+
+def test_tsc_calibration_within_its_bound(t):
+    """The short PIT window (2 ms unless the bound needs more) must agree
+    with a 40 ms one within the two error bounds the banners print, and say
+    a bound of at most 0.1 % unless it ran to the 200 ms limit."""
+    fields = []
+    for append in ("app=none", "app=none clock.cal_ms=40"):
+        g = t.boot(append=append)
+        g.expect_ok()
+        b = check_banner(g, "pvh")
+        if b["tsc_cal"] != "pit":
+            raise Skip(f"the CPU reports its TSC rate (tsc_cal={b['tsc_cal']}): no PIT window to check")
+        fields.append((int(b["tsc_khz"]), int(b["tsc_cal_us"]), int(b["tsc_err_ppm"])))
+    (k, us, ppm), (k_long, us_long, ppm_long) = fields
+    if us < 1900 or us_long < 39000:
+        raise Fail(f"PIT windows {us} us and {us_long} us, expected >= 2 ms and 40 ms")
+    if ppm > 1000 and us < 199000:
+        raise Fail(f"bound {ppm} ppm over {us} us: the window should have grown until 0.1 %")
+    off = abs(k - k_long) * 1e6 / k_long
+    if off > ppm + ppm_long:
+        raise Fail(f"tsc_khz {k} (+-{ppm} ppm, {us} us) vs {k_long} (+-{ppm_long} ppm, {us_long} us): "
+                   f"{off:.0f} ppm apart, more than the bounds allow")
 
 
 def test_exit_status_qemu_failure_is_not_success(t):
