@@ -1,8 +1,8 @@
 /*
  * acpi.c: just enough ACPI to find tables (RSDP -> XSDT/RSDT, ACPI 6.4
- * section 5.2), the PCI ECAM window (MCFG, PCI Firmware spec 3.2 section
- * 4.1.2) and the FADT reset register (section 4.8.4.6) for a clean reboot on
- * hardware without QEMU's isa-debug-exit.
+ * section 5.2), the DSDT (for kernel/mmiodev.c), the PCI ECAM window (MCFG, PCI Firmware spec 3.2
+ * section 4.1.2) and the FADT reset register (section 4.8.4.6) for a clean reboot on hardware
+ * without QEMU's isa-debug-exit.
  */
 #include <string.h>
 #include "kernel/arch.h"
@@ -41,6 +41,8 @@ struct gas {
 	uint64_t address;
 } __attribute__((packed));
 
+#define FADT_DSDT_OFF        40
+#define FADT_X_DSDT_OFF      140
 #define FADT_FLAGS_OFF       112
 #define FADT_RESET_REG_OFF   116
 #define FADT_RESET_VALUE_OFF 128
@@ -111,6 +113,26 @@ uint64_t acpi_ecam_base(uint8_t *bus_start, uint8_t *bus_end)
 		}
 	}
 	return 0;
+}
+
+/* The DSDT (section 5.2.11.1): FADT's X_DSDT when present, else DSDT. */
+const void *acpi_dsdt(void)
+{
+	const uint8_t *f = acpi_find_table("FACP");
+	uint32_t flen;
+	uint64_t a = 0;
+
+	if (!f)
+		return NULL;
+	memcpy(&flen, f + 4, 4);
+	if (flen >= FADT_X_DSDT_OFF + 8)
+		memcpy(&a, f + FADT_X_DSDT_OFF, 8);
+	if (!a && flen >= FADT_DSDT_OFF + 4)
+		memcpy(&a, f + FADT_DSDT_OFF, 4);
+	const struct sdt_header *h = (const struct sdt_header *)(uintptr_t)a;
+	if (!h || memcmp(h->sig, "DSDT", 4) || !checksum_ok(h, h->length))
+		return NULL;
+	return h;
 }
 
 void acpi_reset(void)

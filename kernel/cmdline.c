@@ -43,9 +43,6 @@ void cmdline_init(const char *s)
 			kernel_usage_error("cmdline", "malformed word '%s' (expected key=value)",
 			                   w);
 		*eq = 0;
-		for (int i = 0; i < nwords; i++)
-			if (!strcmp(words[i].key, w))
-				kernel_usage_error("cmdline", "key '%s' given twice", w);
 		if (nwords == MAX_WORDS)
 			kernel_usage_error("cmdline", "more than %d words", MAX_WORDS);
 		words[nwords++] = (struct word){w, eq + 1, false};
@@ -57,10 +54,20 @@ const char *cmdline_raw(void)
 	return raw;
 }
 
+/* A key is given once, except where its owner reads it with cmdline_nth()
+ * (a list, e.g. virtio_mmio.device); any other repeat is an error. */
 static const char *lookup(const char *key)
 {
+	const char *v = cmdline_nth(key, 0);
+	if (v && cmdline_nth(key, 1))
+		kernel_usage_error("cmdline", "key '%s' given twice", key);
+	return v;
+}
+
+const char *cmdline_nth(const char *key, int n)
+{
 	for (int i = 0; i < nwords; i++) {
-		if (!strcmp(words[i].key, key)) {
+		if (!strcmp(words[i].key, key) && n-- == 0) {
 			words[i].claimed = true;
 			return words[i].val;
 		}
@@ -113,7 +120,12 @@ int cmdline_choice(const char *key, const char *const *choices, int def)
 
 void cmdline_finish(void)
 {
-	for (int i = 0; i < nwords; i++)
-		if (!words[i].claimed)
-			kernel_usage_error("cmdline", "unknown key '%s'", words[i].key);
+	for (int i = 0; i < nwords; i++) {
+		if (words[i].claimed)
+			continue;
+		for (int j = 0; j < i; j++)
+			if (!strcmp(words[j].key, words[i].key))
+				kernel_usage_error("cmdline", "key '%s' given twice", words[i].key);
+		kernel_usage_error("cmdline", "unknown key '%s'", words[i].key);
+	}
 }

@@ -126,6 +126,7 @@ size_t heap_size(void); /* bytes malloc may use in all */
 /* acpi.c: find tables from the RSDP */
 void acpi_init(uint64_t rsdp);
 const void *acpi_find_table(const char sig[4]);
+const void *acpi_dsdt(void); /* the DSDT (header + AML), NULL if none */
 uint64_t acpi_ecam_base(uint8_t *bus_start, uint8_t *bus_end); /* 0 if no MCFG */
 void acpi_reset(void);                                         /* FADT reset register, if any */
 
@@ -147,6 +148,16 @@ void pci_cfg_write32(const struct pci_dev *d, uint16_t off, uint32_t v);
 uint64_t pci_bar(const struct pci_dev *d, int bar, uint64_t *size, bool *is_io);
 void pci_enable_mmio_busmaster(const struct pci_dev *d);
 
+/* mmiodev.c: virtio-mmio windows from the command line and the DSDT */
+struct mmio_dev {
+	uint64_t base, size;
+	uint32_t irq;       /* the GSI it raises (level, active high) */
+	const char *source; /* "cmdline" or "acpi" */
+};
+void mmiodev_init(void);
+int mmiodev_count(void);
+const struct mmio_dev *mmiodev_get(int i);
+
 /* cmdline.c: "key=value" words; every key must be claimed by some layer */
 void cmdline_init(const char *s);
 const char *cmdline_raw(void);
@@ -154,6 +165,9 @@ uint64_t cmdline_u64(const char *key, uint64_t def, uint64_t min, uint64_t max);
 const char *cmdline_str(const char *key, const char *def);
 bool cmdline_bool(const char *key, bool def);
 int cmdline_choice(const char *key, const char *const *choices, int def);
+/* The n-th value (from 0) of a key that may be given more than once; NULL
+ * past the last. The other getters refuse a repeated key. */
+const char *cmdline_nth(const char *key, int n);
 void cmdline_finish(void); /* error on any key nobody claimed */
 
 /* selftest.c: test=fault|clock kernel self-tests */

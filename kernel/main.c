@@ -7,7 +7,8 @@
  *   vnetlab boot=<pvh|efi> accel=<kvm|tcg|hw|unknown> tsc_khz=N tsc_cal=<method>
  *           tsc_cal_us=N tsc_err_ppm=N mem_mib=N cpu="..." cmdline="..."
  *   pci BB:DD.F VVVV:DDDD class=CCCCCC        (one per function)
- *   vnetlab ready boot_us=N pci=<ecam|ports> pci_functions=N
+ *   mmio 0xBASE+0xSIZE irq=N from=<cmdline|acpi>  (one per virtio-mmio window)
+ *   vnetlab ready boot_us=N pci=<ecam|ports> pci_functions=N mmio_devices=N
  */
 #include <stdio.h>
 #include "kernel/arch.h"
@@ -50,13 +51,15 @@ void kernel_main(struct boot_info *bi)
 	       bi->protocol, cpu_accel(), clock_tsc_khz(), clock_method(), clock_cal_us(),
 	       clock_err_ppm(), pmm_total_bytes() >> 20, cpu_model(), cmdline_raw());
 	pci_init();
+	mmiodev_init();
 
 	selftest_configure();
 	app_configure();
 	cmdline_finish();
 
-	printf("vnetlab ready boot_us=%lu pci=%s pci_functions=%d\n",
-	       clock_tsc_to_ns(rdtsc() - boot_tsc) / 1000, pci_access_method(), pci_count());
+	printf("vnetlab ready boot_us=%lu pci=%s pci_functions=%d mmio_devices=%d\n",
+	       clock_tsc_to_ns(rdtsc() - boot_tsc) / 1000, pci_access_method(), pci_count(),
+	       mmiodev_count());
 	if (selftest_run())
 		kernel_exit(EXIT_OK);
 	kernel_exit(app_main());

@@ -1,8 +1,8 @@
 /*
  * vnet.c: virtio-net device bring-up (virtio 1.2 3.1.1 and 5.1.5), the
  * main-loop hooks and the counters. Registers are the transport's business
- * (virtio_pci.c); rings are virtq.c's; TX and RX live in vnet_tx.c and
- * vnet_rx.c.
+ * (virtio_dev.h: virtio_pci.c or virtio_mmio.c); rings are virtq.c's; TX and RX live in vnet_tx.c
+ * and vnet_rx.c.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -138,7 +138,7 @@ static unsigned vnet_offloads_of(uint64_t f)
 /* 3.1.1 step 4: pick features and read the configuration we need. */
 static int vnet_negotiate(struct vnet *vn, char *err, size_t errlen)
 {
-	uint64_t offered = virtio_pci_device_features(&vn->vp);
+	uint64_t offered = virtio_dev_device_features(&vn->vd);
 	uint64_t f = vnet_feature_deps(offered & vnet_wanted_features());
 
 	vn->offered = offered;
@@ -157,7 +157,7 @@ static int vnet_negotiate(struct vnet *vn, char *err, size_t errlen)
 		return -1;
 	}
 	if (f & VIRTIO_BIT(VIRTIO_NET_F_MAC)) {
-		if (virtio_pci_cfg_read(&vn->vp, VIRTIO_NET_CFG_MAC, vn->mac, 6)) {
+		if (virtio_dev_cfg_read(&vn->vd, VIRTIO_NET_CFG_MAC, vn->mac, 6)) {
 			snprintf(err, errlen, "cannot read the MAC from device config");
 			return -1;
 		}
@@ -168,7 +168,7 @@ static int vnet_negotiate(struct vnet *vn, char *err, size_t errlen)
 	}
 	vn->mtu = 1500;
 	if (f & VIRTIO_BIT(VIRTIO_NET_F_MTU)) {
-		if (virtio_pci_cfg_read(&vn->vp, VIRTIO_NET_CFG_MTU, &v16, 2) || v16 < 68) {
+		if (virtio_dev_cfg_read(&vn->vd, VIRTIO_NET_CFG_MTU, &v16, 2) || v16 < 68) {
 			snprintf(err, errlen, "device MTU unreadable or below 68");
 			return -1;
 		}
@@ -184,7 +184,7 @@ static int vnet_negotiate(struct vnet *vn, char *err, size_t errlen)
 	vn->max_frame = vn->mtu + 18u;
 	vn->features = f;
 	vn->offloads = vnet_offloads_of(f);
-	virtio_pci_set_features(&vn->vp, f);
+	virtio_dev_set_features(&vn->vd, f);
 	return 0;
 }
 
@@ -194,8 +194,8 @@ static int vnet_step_fail(struct vnet *vn, char *err, size_t errlen, const char 
 	snprintf(err, errlen, "virtio-net init %s: %s", step, why);
 	/* 3.1.1: "If any of these steps go irrecoverably wrong, the driver
 	 * SHOULD set the FAILED status bit". */
-	if (vn->vp.common)
-		virtio_pci_add_status(&vn->vp, VIRTIO_STATUS_FAILED);
+	if (virtio_dev_found(&vn->vd))
+		virtio_dev_add_status(&vn->vd, VIRTIO_STATUS_FAILED);
 	return -1;
 }
 
@@ -205,13 +205,13 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 	char why[160];
 
 	/* "1. Reset the device." */
-	if (virtio_pci_reset(&vn->vp))
+	if (virtio_dev_reset(&vn->vd))
 		return vnet_step_fail(vn, err, errlen, "step 1 (reset)",
 		                      "device_status did not read back 0 within 1 s");
 	/* "2. Set the ACKNOWLEDGE status bit: the guest OS has noticed the device." */
-	virtio_pci_add_status(&vn->vp, VIRTIO_STATUS_ACKNOWLEDGE);
+	virtio_dev_add_status(&vn->vd, VIRTIO_STATUS_ACKNOWLEDGE);
 	/* "3. Set the DRIVER status bit: the guest OS knows how to drive the device." */
-	virtio_pci_add_status(&vn->vp, VIRTIO_STATUS_DRIVER);
+	virtio_dev_add_status(&vn->vd, VIRTIO_STATUS_DRIVER);
 	/* "4. Read device feature bits, and write the subset of feature bits
 	 * understood by the OS and driver to the device. During this step the
 	 * driver MAY read (but MUST NOT write) the device-specific
@@ -221,11 +221,11 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 		return vnet_step_fail(vn, err, errlen, "step 4 (features)", why);
 	/* "5. Set the FEATURES_OK status bit. The driver MUST NOT accept new
 	 * feature bits after this step." */
-	virtio_pci_add_status(&vn->vp, VIRTIO_STATUS_FEATURES_OK);
+	virtio_dev_add_status(&vn->vd, VIRTIO_STATUS_FEATURES_OK);
 	/* "6. Re-read device status to ensure the FEATURES_OK bit is still set:
 	 * otherwise, the device does not support our subset of features and
 	 * the device is unusable." */
-	if (!(virtio_pci_status(&vn->vp) & VIRTIO_STATUS_FEATURES_OK)) {
+	if (!(virtio_dev_status(&vn->vd) & VIRTIO_STATUS_FEATURES_OK)) {
 		snprintf(why, sizeof(why), "device cleared FEATURES_OK: it refuses features 0x%llx",
 		         (unsigned long long)vn->features);
 		return vnet_step_fail(vn, err, errlen, "step 6 (FEATURES_OK)", why);
@@ -234,27 +234,27 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 	 * for the device, optional per-bus setup, reading and possibly writing
 	 * the device's virtio configuration space, and population of
 	 * virtqueues." */
-	if (virtio_pci_num_queues(&vn->vp) < 2) {
+	if (virtio_dev_num_queues(&vn->vd) < 2) {
 		snprintf(why, sizeof(why), "device has %u queues, need receiveq1 + transmitq1",
-		         virtio_pci_num_queues(&vn->vp));
+		         virtio_dev_num_queues(&vn->vd));
 		return vnet_step_fail(vn, err, errlen, "step 7 (queues)", why);
 	}
 	/* Interrupts before the queues: step 5 of 4.1.5.1.3 gives each queue
 	 * its MSI-X vector. Only the halt policies want them. */
 	if (!VNET_IS_IDLE_POLL &&
-	    (virtio_pci_irq_setup(&vn->vp, why, sizeof(why)) || halt_init(why, sizeof(why))))
+	    (virtio_dev_irq_setup(&vn->vd, why, sizeof(why)) || halt_init(why, sizeof(why))))
 		return vnet_step_fail(vn, err, errlen, "step 7 (interrupts)", why);
-	if (virtio_pci_queue_setup(&vn->vp, &vn->rxq, VNET_RXQ,
+	if (virtio_dev_queue_setup(&vn->vd, &vn->rxq, VNET_RXQ,
 	                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why,
 	                           sizeof(why)) ||
-	    virtio_pci_queue_setup(&vn->vp, &vn->txq, VNET_TXQ,
+	    virtio_dev_queue_setup(&vn->vd, &vn->txq, VNET_TXQ,
 	                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why, sizeof(why)))
 		return vnet_step_fail(vn, err, errlen, "step 7 (queues)", why);
 	vn->link_up = true;
 	if (vn->features & VIRTIO_BIT(VIRTIO_NET_F_STATUS)) {
 		uint16_t st = 0;
 
-		if (virtio_pci_cfg_read(&vn->vp, VIRTIO_NET_CFG_STATUS, &st, 2))
+		if (virtio_dev_cfg_read(&vn->vd, VIRTIO_NET_CFG_STATUS, &st, 2))
 			return vnet_step_fail(vn, err, errlen, "step 7 (config)",
 			                      "cannot read the link status");
 		vn->link_up = st & VIRTIO_NET_S_LINK_UP;
@@ -264,7 +264,7 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 	vn->rx_quota = VNET_RX_BUDGET;
 	/* "8. Set the DRIVER_OK status bit. At this point the device is
 	 * 'live'." Only now may the device be notified (3.1.1, 2.7.13.4). */
-	virtio_pci_add_status(&vn->vp, VIRTIO_STATUS_DRIVER_OK);
+	virtio_dev_add_status(&vn->vd, VIRTIO_STATUS_DRIVER_OK);
 	if (vnet_check(vn))
 		return vnet_step_fail(vn, err, errlen, "step 8 (DRIVER_OK)", vn->error);
 	if (virtq_kick_prepare(&vn->rxq))
@@ -278,7 +278,7 @@ struct vnet *vnet_open(char *err, size_t errlen)
 	char feats[160];
 
 	memset(vn, 0, sizeof(*vn));
-	if (virtio_pci_probe(&vn->vp, VIRTIO_ID_NET, err, errlen))
+	if (virtio_dev_probe(&vn->vd, VIRTIO_ID_NET, err, errlen))
 		return NULL;
 	if (vnet_init(vn, err, errlen))
 		return NULL;
@@ -347,7 +347,7 @@ int vnet_check(struct vnet *vn)
 
 	if (vn->failed)
 		return -VNET_EDEVICE;
-	st = virtio_pci_status(&vn->vp);
+	st = virtio_dev_status(&vn->vd);
 	if ((st & VIRTIO_STATUS_DEVICE_NEEDS_RESET) || !(st & VIRTIO_STATUS_DRIVER_OK)) {
 		const char *what = (st & VIRTIO_STATUS_DEVICE_NEEDS_RESET) ? "device_needs_reset"
 		                                                           : "device_not_live";
@@ -368,7 +368,7 @@ static void vnet_check_link(struct vnet *vn)
 
 	if (vn->failed || !(vn->features & VIRTIO_BIT(VIRTIO_NET_F_STATUS)))
 		return;
-	if (virtio_pci_cfg_read(&vn->vp, VIRTIO_NET_CFG_STATUS, &st, 2)) {
+	if (virtio_dev_cfg_read(&vn->vd, VIRTIO_NET_CFG_STATUS, &st, 2)) {
 		vnet_fail(vn, "device config unreadable (config_generation never settles)");
 		return;
 	}
@@ -383,7 +383,7 @@ static void vnet_check_link(struct vnet *vn)
 void vnet_status_check(struct vnet *vn)
 {
 	vn->status_checked = clock_ns();
-	vn->vp.config_changed = false;
+	virtio_dev_config_clear(&vn->vd);
 	if (vnet_check(vn) == 0)
 		vnet_check_link(vn);
 }
@@ -395,7 +395,7 @@ int vnet_poll(struct vnet *vn)
 	vnet_tx_poll(vn);
 	vnet_rx_poll(vn);
 	vn->rx_quota = VNET_RX_BUDGET;
-	if (vn->vp.config_changed)
+	if (virtio_dev_config_changed(&vn->vd))
 		vnet_status_check(vn); /* 4.1.4.5: a configuration change interrupt */
 	else if (++vn->poll_passes % VNET_STATUS_CLOCK_PASSES == 0 &&
 	         clock_ns() - vn->status_checked >= VNET_STATUS_CHECK_NS)
@@ -440,13 +440,13 @@ void vnet_counters(const struct vnet *vn, struct vnet_counters *rx, struct vnet_
 	tx->kicks = vn->txq.stats.kicks;
 	tx->kicks_suppressed = vn->txq.stats.kicks_suppressed;
 	tx->device_errors = virtq_faults(&vn->txq);
-	rx->irqs = vn->vp.irqs[1 + VNET_RXQ];
-	tx->irqs = vn->vp.irqs[1 + VNET_TXQ];
+	rx->irqs = virtio_dev_irqs(&vn->vd)[1 + VNET_RXQ];
+	tx->irqs = virtio_dev_irqs(&vn->vd)[1 + VNET_TXQ];
 }
 
 const char *vnet_irq_mode(const struct vnet *vn)
 {
-	return virtio_pci_irq_mode_name(&vn->vp);
+	return virtio_dev_irq_mode_name(&vn->vd);
 }
 
 static void vnet_print_queue(const char *name, const struct vnet_counters *c)

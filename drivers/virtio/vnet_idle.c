@@ -54,8 +54,8 @@ static uint64_t vnet_idle_irqs(const struct vnet *vn)
 {
 	uint64_t n = 0;
 
-	for (unsigned i = 0; i < VIRTIO_PCI_IRQ_SLOTS; i++)
-		n += vn->vp.irqs[i];
+	for (unsigned i = 0; i < VIRTIO_DEV_IRQ_SLOTS; i++)
+		n += virtio_dev_irqs(&vn->vd)[i];
 	return n;
 }
 
@@ -83,7 +83,7 @@ static void vnet_idle_halt(struct vnet *vn, uint64_t now, vnet_deadline_fn deadl
 	/* 2. */
 	tx_arm = vnet_idle_tx_waits(vn);
 	if (virtq_enable_cb(&vn->rxq) || (tx_arm && virtq_enable_cb(&vn->txq)) ||
-	    vn->vp.config_changed) {
+	    virtio_dev_config_changed(&vn->vd)) {
 		vn->idle.arm_races++;
 	} else {
 		/* 3. */
@@ -138,8 +138,8 @@ void vnet_idle(struct vnet *vn, vnet_deadline_fn deadline, void *arg)
 void vnet_idle_counters(const struct vnet *vn, struct vnet_idle_stats *s)
 {
 	*s = vn->idle;
-	s->irq_cfg = vn->vp.irqs[0];
-	s->irq_other = vn->vp.irqs[VIRTIO_PCI_MAX_QUEUES + 1];
+	s->irq_cfg = virtio_dev_irqs(&vn->vd)[0];
+	s->irq_other = virtio_dev_irqs(&vn->vd)[VIRTIO_PCI_MAX_QUEUES + 1];
 	if (!VNET_IS_IDLE_POLL)
 		s->irq_other += irq_unexpected() + irq_spurious();
 }
@@ -157,7 +157,7 @@ void vnet_idle_print(const struct vnet *vn)
 	       (unsigned long long)s.idle_polls, (unsigned long long)s.halts,
 	       (unsigned long long)(s.halted_ns / 1000), (unsigned long long)s.timer_wakes,
 	       (unsigned long long)s.lost_wakeups, (unsigned long long)s.arm_races,
-	       (unsigned long long)vn->vp.irqs[1 + VNET_RXQ],
-	       (unsigned long long)vn->vp.irqs[1 + VNET_TXQ], (unsigned long long)s.irq_cfg,
-	       (unsigned long long)s.irq_other);
+	       (unsigned long long)virtio_dev_irqs(&vn->vd)[1 + VNET_RXQ],
+	       (unsigned long long)virtio_dev_irqs(&vn->vd)[1 + VNET_TXQ],
+	       (unsigned long long)s.irq_cfg, (unsigned long long)s.irq_other);
 }

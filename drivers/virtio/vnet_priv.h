@@ -8,7 +8,7 @@
 
 #include "drivers/virtio/vnet.h"
 #include "drivers/virtio/vnet_policy.h"
-#include "drivers/virtio/virtio_pci.h"
+#include "drivers/virtio/virtio_dev.h"
 #include "drivers/virtio/virtq.h"
 
 /* Host unit tests only: record the TX steps (vnet_trace()). */
@@ -50,7 +50,7 @@ struct vnet_tx_slot {
 };
 
 struct vnet {
-	struct virtio_pci vp;
+	struct virtio_dev vd;
 	struct virtq rxq, txq;
 	uint64_t offered, features;
 	uint8_t mac[6];
