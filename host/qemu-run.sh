@@ -6,7 +6,10 @@
 #     --kernel ELF        PVH direct boot (default build/vnetlab.elf)
 #     --image IMG         UEFI boot of a disk image under OVMF (TCG only here)
 #     --append "k=v ..."  kernel command line (PVH; the image carries its own)
-#     --machine pc|q35    QEMU machine model (default pc)
+#     --machine pc|q35|microvm[,OPTS]  QEMU machine model (default pc); microvm
+#                         has no PCI: the NIC is virtio-net-device on virtio-mmio
+#                         (version 2: force-legacy=false), found through ACPI, or
+#                         through the kernel command line with microvm,acpi=off
 #     --accel auto|kvm|tcg  auto = KVM only if the CPU has vmx/svm and a probe
 #                         boot under KVM succeeds, else TCG (default auto)
 #     --cpu MODEL         QEMU CPU model (default: per accelerator, see below)
@@ -75,7 +78,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-case "$machine" in pc | q35) ;; *) die "unknown machine '$machine' (pc|q35)" ;; esac
+case "$machine" in pc | q35 | microvm | microvm,*) ;; *) die "unknown machine '$machine' (pc|q35|microvm[,opts])" ;; esac
 command -v qemu-system-x86_64 >/dev/null ||
 	die "qemu-system-x86_64 not found (Debian package qemu-system-x86; 'make deps' as root installs it)"
 
@@ -121,8 +124,16 @@ else
 fi
 
 # The NIC: modern-only virtio-net-pci (1af4:1041), so the driver can only
-# use the virtio 1.x transport; no option ROM (we never boot from it).
+# use the virtio 1.x transport; no option ROM (we never boot from it). On
+# microvm a virtio-mmio device, which QEMU 7.2 makes version 1 (legacy)
+# unless told otherwise; the driver takes version 2 only.
 nic="virtio-net-pci,netdev=n0,disable-legacy=on,romfile="
+case "$machine" in
+microvm*)
+	nic="virtio-net-device,netdev=n0"
+	args+=(-global virtio-mmio.force-legacy=false)
+	;;
+esac
 case "$net" in
 none) ;;
 user) args+=(-netdev user,id=n0 -device "$nic") ;;

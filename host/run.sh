@@ -21,6 +21,8 @@
 #                           slirp (-netdev user) otherwise; or tap, user
 #   ARGS="k=v ..."          extra kernel command-line words for every boot; with
 #                           app= or test= in it, one plain boot with just those
+#   MACHINE=pc              QEMU machine: pc, q35, microvm (virtio-mmio, ACPI) or
+#                           microvm,acpi=off (virtio-mmio from the kernel command line)
 #   KERNEL=ELF              the image to boot, e.g. a variant's (default: --kernel's,
 #                           else build/vnetlab.elf)
 #
@@ -56,6 +58,7 @@ seconds=${DURATION:-3} # not SECONDS: bash keeps its own clock in that name
 warmup=${WARMUP:-1}
 net=${NET:-auto}
 args=${ARGS:-}
+machine=${MACHINE:-pc}
 
 die() {
 	echo "run: error: $*" >&2
@@ -81,7 +84,7 @@ fi
 need qemu-system-x86_64 qemu-system-x86
 need python3 python3
 
-qemu_run=("$top/host/qemu-run.sh" --kernel "$kernel")
+qemu_run=("$top/host/qemu-run.sh" --kernel "$kernel" --machine "$machine")
 
 # Plain boot, the way `make run ARGS="test=clock"` always worked.
 if [[ " $args " =~ \ (app|test)= ]]; then
@@ -304,7 +307,7 @@ for t in "${test_list[@]}"; do
 done
 
 echo
-python3 "$top/host/peers/summary.py" --net "$net" --accel "$(cat "$tmp/accel" 2>/dev/null)" <"$results"
+python3 "$top/host/peers/summary.py" --net "$net" --machine "$machine" --accel "$(cat "$tmp/accel" 2>/dev/null)" <"$results"
 if [ -s "$peer_notes" ]; then
 	echo "the host tools' own figures (sockperf: round trips in usec):"
 	cat "$peer_notes"

@@ -311,10 +311,10 @@ def wait_listening(ns, proto, port, timeout=10):
     raise Fail(f"host peer not listening on {proto} port {port} within {timeout} s")
 
 
-def echo_guest(t, ns, kernel=None, seconds=300, args="", extra=()):
+def echo_guest(t, ns, kernel=None, seconds=300, args="", extra=(), machine="pc"):
     """The appliance's echo service (TCP/UDP port 7) on the namespace's tap."""
     g = t.start(append=f"app=echo ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap echo.seconds={seconds} {args}",
-                net=f"tap:{ns.tap}", ns=ns, timeout=seconds + 60, kernel=kernel, extra=extra)
+                net=f"tap:{ns.tap}", ns=ns, timeout=seconds + 60, kernel=kernel, extra=extra, machine=machine)
     g.wait_line(r"^echo listening", timeout=30)
     return g
 

@@ -213,9 +213,8 @@ int virtio_mmio_irq_setup(struct virtio_mmio *vm, char *err, size_t errlen)
 
 	if (gsi >= 16 || gsi == 2) {
 		snprintf(err, errlen,
-		         "virtio-mmio interrupt is GSI %u, on an I/O APIC this kernel does not "
-		         "program (QEMU microvm with acpi=on); the halt idle policies need "
-		         "-M microvm,acpi=off (GSIs 5-12, through the 8259) or IDLE=poll",
+		         "virtio-mmio GSI %u is on an I/O APIC (not supported); IDLE=halt|adaptive "
+		         "need microvm,acpi=off or use IDLE=poll",
 		         gsi);
 		return -1;
 	}

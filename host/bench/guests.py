@@ -32,7 +32,7 @@ import backends
 import peers
 import procs
 import variants
-from matrix import TESTS
+from matrix import MACHINES, TESTS
 from procs import BenchError, Proc
 
 TOP = variants.TOP
@@ -175,7 +175,7 @@ class Vnetlab:
         # per-thread CPU placement readable.
         qemu_extra = ["-name", "vnetlab,debug-threads=on", *qemu_extra]
         argv = [QEMU_RUN, "--kernel", kernel, "--append", cmdline, "--accel", self.m.accel,
-                "--machine", self.m.machine, "--timeout", str(timeout), *net_opts]
+                "--machine", qemu_machine(run, self.m), "--timeout", str(timeout), *net_opts]
         if getattr(self.m, "cpu", ""):
             argv[1:1] = ["--cpu", self.m.cpu]
         if qemu_extra:
@@ -195,6 +195,11 @@ GUEST_MEM_MIB = 512
 # The CPU model of every guest, per accelerator: host/qemu-run.sh's defaults
 # (its header says why; a test checks the two agree).
 CPU_MODEL = {"kvm": "host", "tcg": "qemu64"}
+
+
+def qemu_machine(run, m):
+    """The run's machine axis value as host/qemu-run.sh (and -M) spell it."""
+    return MACHINES[run.machine or m.machine]
 
 
 def pick_accel(requested):
@@ -380,7 +385,7 @@ class Linux:
         accel = pick_accel(self.m.accel)
         cpu = ["-accel", accel, "-cpu", getattr(self.m, "cpu", "") or CPU_MODEL[accel]]
         argv = ["timeout", "--kill-after=5", str(timeout), "qemu-system-x86_64",
-                "-M", self.m.machine, *cpu, "-m", str(GUEST_MEM_MIB), "-smp", "1",
+                "-M", qemu_machine(run, self.m), *cpu, "-m", str(GUEST_MEM_MIB), "-smp", "1",
                 "-nodefaults", "-display", "none", "-no-reboot", "-serial", "stdio", "-monitor", "none",
                 "-name", "linux,debug-threads=on",
                 "-kernel", self.kernel, "-initrd", self.initrd, "-append", cmdline,

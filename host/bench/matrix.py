@@ -41,6 +41,9 @@ BACKENDS = {
     "user": {},
 }
 
+# Harness machine name -> host/qemu-run.sh --machine value.
+MACHINES = {"pc": "pc", "q35": "q35", "microvm": "microvm", "microvm-noacpi": "microvm,acpi=off"}
+
 # key -> (default, help). Values are strings until validate().
 KEYS = {
     "variants": ("", "variant names (from the variants makefile or defined with `variant NAME = VARS`)"),
@@ -65,7 +68,7 @@ KEYS = {
     "memcached.threads": ("2", "memcached: memcaslap -T (client threads)"),
     "accel": ("auto", "auto|kvm|tcg, passed to host/qemu-run.sh"),
     "cpu": ("", "QEMU CPU model of every guest (default: per accelerator, guests.CPU_MODEL: TCG qemu64, KVM host)"),
-    "machine": ("pc", "pc|q35"),
+    "machine": ("pc", "machines, an axis like backends: pc, q35, microvm (no PCI: virtio-mmio found through ACPI), microvm-noacpi (microvm,acpi=off: virtio-mmio from the kernel command line, and the only microvm the halt idle policies run on); with more than one, every column splits into COLUMN@MACHINE"),
     "pin.qemu": ("", "taskset CPU list for QEMU (empty: no pinning)"),
     "pin.peer": ("", "taskset CPU list for the host peer"),
     "pin.backend": ("", "CPU list for the backend process (testpmd lcores, default 0,1)"),
@@ -158,6 +161,7 @@ class Run:
     rep: int
     column: str = ""
     extra: dict = field(default_factory=dict)
+    machine: str = ""  # MACHINES key; "" = the matrix's first
 
     def label(self):
         p = self.params
@@ -264,9 +268,17 @@ class Matrix:
         self.cpu = str(s["cpu"]).strip()
         if self.cpu and not re.fullmatch(r"[A-Za-z0-9_.,=+-]+", self.cpu):
             raise BenchError(f"bad cpu '{self.cpu}' (a QEMU -cpu model such as qemu64, max, host)")
-        if s["machine"] not in ("pc", "q35"):
-            raise BenchError(f"bad machine '{s['machine']}' (pc|q35)")
-        self.machine = s["machine"]
+        self.machines = split_list(s["machine"])
+        for mach in self.machines:
+            if mach not in MACHINES:
+                raise BenchError(f"bad machine '{mach}' ({'|'.join(MACHINES)})")
+        if not self.machines or len(set(self.machines)) != len(self.machines):
+            raise BenchError(f"machine '{s['machine']}': give each machine once")
+        if any(mach.startswith("microvm") for mach in self.machines) and any(
+                g.split(":", 1)[0] == "linux" for g in self.guests):
+            raise BenchError("the stock Linux guest runs on pc and q35 only (its virtio-net is PCI): "
+                             "drop microvm from machine or linux from guests")
+        self.machine = self.machines[0]
         self.pin = {}
         for who in ("qemu", "peer", "backend"):
             v = str(s[f"pin.{who}"]).strip()
@@ -284,14 +296,17 @@ class Matrix:
         clash = [v for v in self.variants if v in self.guests and v != "vnetlab"] if "vnetlab" in self.guests else []
         if clash:
             raise BenchError(f"variant name(s) {', '.join(clash)} are also guest names and would share a column: rename the variant")
-        base = s["baseline"] or self.column_name(*self.columns[0])
-        names = [self.column_name(*c) for c in self.columns]
+        base = s["baseline"] or self.column_name(*self.columns[0], self.machines[0])
+        names = [self.column_name(*c, mach) for c in self.columns for mach in self.machines]
         if base not in names:
             raise BenchError(f"baseline '{base}' is not one of the columns {', '.join(names)}")
         self.baseline = base
 
-    def column_name(self, guest, variant):
-        return variant if guest == "vnetlab" else guest
+    def column_name(self, guest, variant, machine=None):
+        name = variant if guest == "vnetlab" else guest
+        if machine and len(getattr(self, "machines", ())) > 1:
+            name += "@" + machine
+        return name
 
     def _int(self, k, lo, hi):
         try:
@@ -357,9 +372,11 @@ class Matrix:
                 for test in self.tests:
                     for params in self.configs(test):
                         for guest, variant in self.columns:
-                            out.append(
-                                Run(len(out), guest, variant, test, spec, dict(params), rep, self.column_name(guest, variant))
-                            )
+                            for mach in self.machines:
+                                out.append(
+                                    Run(len(out), guest, variant, test, spec, dict(params), rep,
+                                        self.column_name(guest, variant, mach), machine=mach)
+                                )
         return out
 
     def backend_opts(self, spec):
@@ -391,7 +408,7 @@ class Matrix:
             "memcached.threads": self.mc_threads,
             "accel": self.accel,
             "cpu": self.cpu,
-            "machine": self.machine,
+            "machine": self.machines,
             "pin": self.pin,
         }
 

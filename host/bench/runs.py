@@ -62,7 +62,7 @@ def base_row(run, m):
         "variant_vars": m.variant_vars.get(run.variant, "") if run.guest == "vnetlab" else "",
         "test": run.test,
         "backend": run.backend,
-        "machine": m.machine,
+        "machine": run.machine or m.machine,
         "role": roles(m).get(TESTS[run.test]["kind"], "server"),
         "status": "error",
         "error": None,

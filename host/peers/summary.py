@@ -5,7 +5,7 @@ Reads the console's RESULT and ERROR lines on stdin and prints one line per
 run: throughput, latency percentiles (RR), kicks and reclaims per
 transaction, named with the accelerator and backend they were measured on.
 
-    summary.py [--net tap|user] [--accel kvm|tcg] < lines
+    summary.py [--net tap|user] [--accel kvm|tcg] [--machine pc|q35|microvm...] < lines
 """
 
 import argparse
@@ -39,6 +39,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--net", default="")
     ap.add_argument("--accel", default="")
+    ap.add_argument("--machine", default="pc")
     a = ap.parse_args()
     results, errors = [], []
     for line in sys.stdin:
@@ -51,7 +52,7 @@ def main():
     accel = a.accel or (results[0]["accel"] if results else "?")
     backend = results[0]["backend"] if results else a.net
     variant = results[0]["variant"] if results else "?"
-    print(f"summary: accel={accel} backend={backend} variant={variant}")
+    print(f"summary: accel={accel} machine={a.machine} backend={backend} variant={variant}")
     if accel == "tcg":
         print("  (TCG is software emulation: absolute figures are not KVM figures; compare variants on one host)")
     for r in results:

@@ -371,7 +371,7 @@ def test_make_run_prints_results_and_summary(t):
     for test in ("tcp_rr", "tcp_stream"):
         if not re.search(r'^RESULT \{"test":"' + test, out, re.M):
             raise Fail(f"host/run.sh printed no {test} RESULT line: {out[-800:]}")
-    m = re.search(r"^summary: accel=(\w+) backend=(\w+) ", out, re.M)
+    m = re.search(r"^summary: accel=(\w+) machine=\S+ backend=(\w+) ", out, re.M)
     if not m or not re.search(r"trans/s .*p99", out) or "Mbit/s" not in out:
         raise Fail(f"expected a summary naming accel and backend with trans/s, percentiles, Mbit/s: {out[-800:]}")
     backend = "tap" if os.geteuid() == 0 else "user"
