@@ -25,7 +25,7 @@
 
 #define MMIODEV_MAX      16
 #define LNRO_HID         "LNRO0005"
-#define CRS_SCAN_BYTES   160 /* _HID to the end of its device's _CRS in QEMU's AML */
+#define CRS_SCAN_BYTES   160  /* _HID to the end of its device's _CRS in QEMU's AML */
 #define ACPI_MEM32_FIXED 0x86 /* large item, length 9 */
 #define ACPI_EXT_IRQ     0x89 /* large item, length >= 6 */
 

@@ -155,6 +155,14 @@ MUTANTS = [
      "if (len == 2 && off % 2 == 0) {",
      "if (len == 2 && off % 2 == 0 && 0) {",
      ["virtio_pci"]),
+    ("virtio-mmio version 1 (legacy) accepted", "drivers/virtio/virtio_mmio.c",
+     "if (version != 2) {", "if (version != 2 && version != 1) {", ["virtio_mmio"]),
+    ("virtio-mmio QueueReady before the queue addresses (4.2.3.2)", "drivers/virtio/virtio_mmio.c",
+     "\tmmio_write64_split(vm->base + VM_QUEUE_DESC_LO, (uintptr_t)vq->desc);",
+     "\tvm_write(vm, VM_QUEUE_READY, 1);\n\tmmio_write64_split(vm->base + VM_QUEUE_DESC_LO, (uintptr_t)vq->desc);",
+     ["virtio_mmio"]),
+    ("virtio-mmio 16-bit config fields read byte by byte", "drivers/virtio/virtio_mmio.c",
+     "if (len == 2 && off % 2 == 0) {", "if (len == 2 && off % 2 == 0 && 0) {", ["virtio_mmio"]),
     ("RX double release accepted (state check removed)", "drivers/virtio/vnet_rx.c",
      "if (i < 0 || vn->rx_state[i] != VNET_RXB_UP) {",
      "if (i < 0) {",
@@ -210,7 +218,7 @@ MUTANTS = [
 def binary_path(build, b):
     if b.startswith("offload:"):
         return os.path.join(build, "unit", b[8:], "test_offload")
-    if b in ("virtq", "virtio_pci"):
+    if b in ("virtq", "virtio_pci", "virtio_mmio"):
         return os.path.join(build, "unit", "test_" + b)
     return os.path.join(build, "unit", b, "test_vnet")
 

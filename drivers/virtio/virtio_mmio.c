@@ -65,20 +65,22 @@ int virtio_mmio_probe(struct virtio_mmio *vm, uint16_t virtio_id, char *err, siz
 		uint32_t magic = vm_read(&t, VM_MAGIC), version = vm_read(&t, VM_VERSION);
 
 		if (magic != VM_MAGIC_VALUE) {
-			snprintf(why, sizeof(why), "window 0x%lx has MagicValue 0x%08x, not \"virt\"",
+			snprintf(why, sizeof(why),
+			         "window 0x%lx has MagicValue 0x%08x, not \"virt\"",
 			         (unsigned long)w->base, magic);
 			continue;
 		}
 		if (vm_read(&t, VM_DEVICE_ID) != virtio_id)
 			continue;
 		if (version != 2) {
-			snprintf(err, errlen,
-			         "virtio-mmio device at 0x%lx has Version %u: only version 2 (virtio "
-			         "1.x, 4.2.2) is supported%s",
-			         (unsigned long)w->base, version,
-			         version == 1 ? "; version 1 is the legacy interface (QEMU: "
-			                        "-global virtio-mmio.force-legacy=false)"
-			                      : "");
+			snprintf(
+			    err, errlen,
+			    "virtio-mmio device at 0x%lx has Version %u: only version 2 (virtio "
+			    "1.x, 4.2.2) is supported%s",
+			    (unsigned long)w->base, version,
+			    version == 1 ? "; version 1 is the legacy interface (QEMU: "
+			                   "-global virtio-mmio.force-legacy=false)"
+			                 : "");
 			return -1;
 		}
 		*vm = t;
@@ -250,8 +252,8 @@ static void *virtio_mmio_ring_alloc(size_t size, size_t align)
 }
 
 /* 4.2.3.2 Virtqueue Configuration, step by step (during 3.1.1 step 7). */
-int virtio_mmio_queue_setup(struct virtio_mmio *vm, struct virtq *vq, uint16_t qidx,
-                            bool event_idx, char *err, size_t errlen)
+int virtio_mmio_queue_setup(struct virtio_mmio *vm, struct virtq *vq, uint16_t qidx, bool event_idx,
+                            char *err, size_t errlen)
 {
 	uint32_t dev_size;
 	uint16_t size;

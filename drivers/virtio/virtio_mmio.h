@@ -45,7 +45,7 @@ int virtio_mmio_cfg_read(struct virtio_mmio *vm, uint32_t off, void *buf, uint32
  * kernel does not program I/O APICs. */
 int virtio_mmio_irq_setup(struct virtio_mmio *vm, char *err, size_t errlen);
 const char *virtio_mmio_irq_mode_name(const struct virtio_mmio *vm); /* "line" or "none" */
-int virtio_mmio_queue_setup(struct virtio_mmio *vm, struct virtq *vq, uint16_t qidx,
-                            bool event_idx, char *err, size_t errlen);
+int virtio_mmio_queue_setup(struct virtio_mmio *vm, struct virtq *vq, uint16_t qidx, bool event_idx,
+                            char *err, size_t errlen);
 
 #endif

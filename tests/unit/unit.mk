@@ -44,7 +44,7 @@ UNIT_OFFLOAD_VARIANTS := base-every-ei1-eager-inline-zc1 \
 	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd
 UNIT_OFFLOAD_SRCS := tests/unit/test_offload.c tests/unit/sim_pci.c drivers/virtio/vnet.c \
 	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c
-UNIT_BINS := $(UNIT_DIR)/test_virtq $(UNIT_DIR)/test_virtio_pci $(foreach v,$(UNIT_VARIANTS),$(UNIT_DIR)/$(v)/test_vnet) \
+UNIT_BINS := $(UNIT_DIR)/test_virtq $(UNIT_DIR)/test_virtio_pci $(UNIT_DIR)/test_virtio_mmio $(foreach v,$(UNIT_VARIANTS),$(UNIT_DIR)/$(v)/test_vnet) \
 	$(foreach v,$(UNIT_OFFLOAD_VARIANTS),$(UNIT_DIR)/$(v)/test_offload)
 
 $(UNIT_DIR)/obj/%.o: %.c $(UNIT_DEPS)
@@ -64,6 +64,16 @@ $(UNIT_DIR)/test_virtio_pci: tests/unit/test_virtio_pci.c drivers/virtio/virtio_
 		-o $(UNIT_DIR)/obj/virtio_pci_traced.o
 	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h tests/unit/test_virtio_pci.c \
 		$(UNIT_DIR)/obj/virtio_pci_traced.o $(UNIT_SHARED_OBJS) -o $@
+
+# The MMIO transport against a register window in host memory, traced the
+# same way.
+$(UNIT_DIR)/test_virtio_mmio: tests/unit/test_virtio_mmio.c drivers/virtio/virtio_mmio.c \
+		$(UNIT_SHARED_OBJS) $(UNIT_DEPS)
+	@echo "  HOSTCC  $@"
+	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h -c drivers/virtio/virtio_mmio.c \
+		-o $(UNIT_DIR)/obj/virtio_mmio_traced.o
+	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h tests/unit/test_virtio_mmio.c \
+		$(UNIT_DIR)/obj/virtio_mmio_traced.o $(UNIT_SHARED_OBJS) -o $@
 
 define UNIT_VARIANT_RULE
 $(UNIT_DIR)/$(1)/test_vnet: $(UNIT_VNET_SRCS) $(UNIT_SHARED_OBJS) $(UNIT_DEPS)
