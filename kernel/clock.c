@@ -37,8 +37,12 @@
  * many whole counter periods a long step between two samples hid; a step
  * longer than PIT_STEP_MAX_TSC TSC ticks (0.4 ms at 2.6 GHz, less than one
  * 54.9 ms counter period for any TSC above 18 MHz) then restarts the
- * window. After that the rate so far counts the hidden periods. */
+ * window. After that the rate so far counts the hidden periods, where it
+ * can tell them (a stall inside a sample's bracket can hide its length:
+ * then the window restarts too; found as a 60 % wrong rate over a 40 ms
+ * window on a host with load 10). */
 #define PIT_EST_TICKS    1193u
+#define PIT_PERIOD       65536u /* reload 0: the counter's whole period */
 #define PIT_STEP_MAX_TSC 1000000u
 #define PIT_SAMPLES_MAX  2000000u /* no PIT: give up (seconds under TCG) */
 
@@ -106,6 +110,7 @@ static uint64_t khz_from_pit(uint32_t min_ms)
 	outb(PIT_CMD, PIT_CMD_MODE2);
 	outb(PIT_CH0, 0); /* reload 0 = 65536 */
 	outb(PIT_CH0, 0);
+	(void)pit_sample(); /* warm-up: the first one also pays for translating this code (TCG) */
 	struct pit_sample a = pit_sample(), prev = a;
 	uint64_t ticks = 0; /* from a to prev */
 	for (uint32_t i = 0; i < PIT_SAMPLES_MAX; i++) {
@@ -115,18 +120,33 @@ static uint64_t khz_from_pit(uint32_t min_ms)
 		if (ticks < PIT_EST_TICKS) {
 			/* No rate estimate yet: a stall could hide whole counter
 			 * periods, so start again; and while the count has not
-			 * moved, a narrower bracket is a better start. */
-			if (dt > PIT_STEP_MAX_TSC || (ticks == 0 && step == 0 && b.half < a.half)) {
+			 * moved, or when the start's bracket was much wider
+			 * (preempted inside it), a narrower bracket is a better
+			 * start. */
+			if (dt > PIT_STEP_MAX_TSC || (ticks == 0 && step == 0 && b.half < a.half) ||
+			    b.half < a.half / 2) {
 				a = prev = b;
 				ticks = 0;
 				continue;
 			}
 		} else {
 			/* Whole periods the 16-bit count hid during a stall (a
-			 * preempted vCPU), from the rate so far. */
-			uint64_t expect = dt * ticks / (prev.tsc - a.tsc);
+			 * preempted vCPU), from the rate so far: only when that
+			 * is unambiguous, i.e. the step's uncertainty (both
+			 * brackets, where a stall may also sit, and the rate's
+			 * own error) is below a quarter period (rounding needs
+			 * less than half); else start again. */
+			uint64_t span = prev.tsc - a.tsc;
+			uint64_t expect = dt * ticks / span;
+			uint64_t unc = (prev.half + b.half) * ticks / span +
+			               expect * pit_err_ppm(&a, &prev, ticks) / 1000000u + 2;
+			if (unc >= PIT_PERIOD / 4) {
+				a = prev = b;
+				ticks = 0;
+				continue;
+			}
 			if (expect > step)
-				step += (expect - step + 32768) / 65536 * 65536;
+				step += (expect - step + PIT_PERIOD / 2) / PIT_PERIOD * PIT_PERIOD;
 		}
 		ticks += step;
 		prev = b;

@@ -90,7 +90,8 @@ static void test_probe(void)
 	mmio_nlog = 0;
 	CHECK_EQ(0, virtio_mmio_probe(&vm, 1, err, sizeof(err)), "NIC behind window 1 found");
 	CHECK_EQ((uintptr_t)win[1], vm.base, "the second window");
-	CHECK(control_accesses_32bit((uintptr_t)win[0]) && control_accesses_32bit((uintptr_t)win[1]),
+	CHECK(control_accesses_32bit((uintptr_t)win[0]) &&
+	          control_accesses_32bit((uintptr_t)win[1]),
 	      "probe reads 32 bits wide");
 
 	/* Version 1 is the legacy layout: refused, saying why. */
@@ -117,7 +118,8 @@ static void test_queue_setup_order(void)
 	CHECK_EQ(0, virtio_mmio_probe(&vm, 1, err, sizeof(err)), "probe");
 	virtio_mmio_set_features(&vm, VIRTIO_BIT(VIRTIO_F_VERSION_1));
 	mmio_nlog = 0;
-	CHECK_EQ(0, virtio_mmio_queue_setup(&vm, &vq, 1, false, err, sizeof(err)), "queue 1 set up");
+	CHECK_EQ(0, virtio_mmio_queue_setup(&vm, &vq, 1, false, err, sizeof(err)),
+	         "queue 1 set up");
 	CHECK(control_accesses_32bit(b), "queue set-up: 32-bit accesses only");
 	CHECK_EQ(1, win[0][0x030 / 4], "QueueSel = 1");
 	CHECK_EQ(256, win[0][0x038 / 4], "QueueNum = the size");
@@ -167,7 +169,8 @@ static void test_config_widths(void)
 	mmio_nlog = 0;
 	CHECK_EQ(0, virtio_mmio_cfg_read(&vm, VIRTIO_NET_CFG_MAC, mac, 6), "MAC read");
 	CHECK(mmio_nlog == 8 && mmio_log[1].width == 1, "MAC: byte reads");
-	CHECK_EQ(-1, virtio_mmio_cfg_read(&vm, WIN_SIZE - 0x100 - 1, &st, 2), "beyond the window refused");
+	CHECK_EQ(-1, virtio_mmio_cfg_read(&vm, WIN_SIZE - 0x100 - 1, &st, 2),
+	         "beyond the window refused");
 }
 
 int main(void)
