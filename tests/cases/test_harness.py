@@ -5,6 +5,7 @@ otherwise) whose report, CSVs, JSON lines and plots must agree with each
 other. No test here judges a speed."""
 
 import csv
+import json
 import os
 import re
 import shutil
@@ -756,3 +757,38 @@ def test_harness_idle_axis(t):
     for want_line in ("| poll | 50.0 | 100.0 | 10,000 |", "| 0 | 60.0 | 120.0 | 8,000 |", "| 8,000 | 30.0 |"):
         if want_line not in md:
             raise Fail(f"idle table lacks {want_line!r}:\n{md}")
+
+
+def test_harness_machine_axis(t):
+    """`machine = pc,microvm` runs every column on each machine
+    (COLUMN@MACHINE), one machine keeps the plain names, and a bad machine
+    or the Linux guest on microvm is refused; a real pair of runs reports
+    the machine per row."""
+    r = vnetbench(["--machine", "pc,microvm-noacpi", "--tests", "tcp_rr", "--rr-instances", "1",
+                   "--repetitions", "1", "--list"], timeout=60)
+    cols = re.findall(r"^tcp_rr \S+ x1 (\S+) tap rep 1$", r.stdout, re.M)
+    if r.returncode or cols != ["default@pc", "default@microvm-noacpi"]:
+        raise Fail(f"machine axis --list: expected default@pc, default@microvm-noacpi, got {cols} ({r.stderr[-300:]})")
+    r = vnetbench(["--machine", "microvm", "--tests", "tcp_rr", "--rr-instances", "1", "--repetitions", "1",
+                   "--list"], timeout=60)
+    if re.findall(r"^tcp_rr \S+ x1 (\S+) tap", r.stdout, re.M) != ["default"]:
+        raise Fail(f"one machine: expected the plain column name, got {r.stdout[-300:]}")
+    for args, msg in ((["--machine", "pc,nosuch"], "bad machine 'nosuch'"),
+                      (["--machine", "pc,microvm", "--guests", "vnetlab,linux", "--rr-role", "server", "--rr-instances", "1"],
+                       "stock Linux guest runs on pc and q35 only")):
+        r = vnetbench(args + ["--list"], timeout=60)
+        if r.returncode != 2 or msg not in r.stderr:
+            raise Fail(f"{args}: expected status 2 and '{msg}', got {r.returncode}: {r.stderr[-300:]}")
+    if os.geteuid() != 0:
+        return
+    out = tempfile.mkdtemp(prefix="vnetlab-machine-")
+    t.cleanups.append(lambda: shutil.rmtree(out, ignore_errors=True))
+    r = vnetbench(["--machine", "pc,microvm", "--tests", "tcp_rr", "--rr-instances", "1", "--repetitions", "1",
+                   "--seconds", "1", "--warmup", "0", "--out", out], timeout=300)
+    if r.returncode:
+        raise Fail(f"machine axis run failed ({r.returncode}): {r.stdout[-600:]}{r.stderr[-300:]}")
+    with open(os.path.join(out, "results.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
+    got = sorted((row["column"], row["machine"], row["status"]) for row in rows)
+    if got != [("default@microvm", "microvm", "ok"), ("default@pc", "pc", "ok")]:
+        raise Fail(f"machine axis rows: {got}")
