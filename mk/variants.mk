@@ -164,8 +164,9 @@ VARIANT_LINKED += $(VARIANT_OFFLOAD_LINKED)
 VARIANT_LINKED += $(VARIANT_IDLE_LINKED)
 
 VARIANT_DIR := $(O)/v
-# virtq.c and virtio_pci.c read no policy (only VIRTQ_MAX_SIZE): the main
-# build compiles them; these three are compiled once per variant.
+# virtq.c and the transports (virtio_pci.c, virtio_mmio.c, virtio_dev.c) read
+# no policy (only VIRTQ_MAX_SIZE): the main build compiles them; these are
+# compiled once per variant.
 VARIANT_SRCS := drivers/virtio/vnet.c drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c \
 	drivers/virtio/vnet_idle.c
 variant_objs = $(patsubst drivers/virtio/%.c,$(VARIANT_DIR)/$(1)/%.o,$(VARIANT_SRCS))
