@@ -248,7 +248,8 @@ void net_up(void)
 uint64_t net_lwip_drops(void)
 {
 	return (uint64_t)lwip_stats.link.drop + lwip_stats.etharp.drop + lwip_stats.ip.drop +
-	       lwip_stats.icmp.drop + lwip_stats.udp.drop + lwip_stats.tcp.drop;
+	       lwip_stats.icmp.drop + lwip_stats.udp.drop + lwip_stats.tcp.drop +
+	       vnetif_arpq_drops();
 }
 
 void net_print_counters(void)
@@ -260,10 +261,11 @@ void net_print_counters(void)
 	const struct vnetif_stats *ns = vnetif_stats();
 	printf("NETIF {\"tx_clones\":%lu,\"tx_csum\":%lu,\"tx_tso\":%lu,\"tx_acks\":%lu,"
 	       "\"tso_conns\":%lu,\"tso_no_pcb\":%lu,\"rx_copies\":%lu,\"rx_nomem\":%lu,"
-	       "\"rx_big\":%lu,\"rx_drops\":%lu,\"ip_frags\":%lu}\n",
+	       "\"rx_big\":%lu,\"rx_drops\":%lu,\"ip_frags\":%lu,\"arpq_queued\":%lu,"
+	       "\"arpq_sent\":%lu}\n",
 	       ns->tx_clones, offload_st.tx_csum, offload_st.tx_tso, offload_st.tx_acks,
 	       offload_st.tso_conns, offload_st.tso_no_pcb, ns->rx_copies, ns->rx_nomem, ns->rx_big,
-	       ns->rx_drops, ns->ip_frags);
+	       ns->rx_drops, ns->ip_frags, ns->arpq_queued, ns->arpq_sent);
 	printf("LWIPSTATS {\"link_drop\":%u,\"link_err\":%u,\"link_memerr\":%u,\"tx_drops\":%lu,"
 	       "\"etharp_drop\":%u,\"ip_drop\":%u,\"ip_chkerr\":%u,\"ip_lenerr\":%u,"
 	       "\"icmp_drop\":%u,\"udp_drop\":%u,\"udp_chkerr\":%u,\"tcp_drop\":%u,"
