@@ -206,11 +206,16 @@ static void print_memory(void)
 	       net_offloads());
 }
 
-/* A failed run still says how it waited (the IDLE line), e.g. a server
- * whose client never came: halted, woken by its timer. */
-static void print_idle_on_error(void)
+/* A failed run still says what its rings and stack saw and how it waited
+ * (COUNTERS, NETIF, LWIPSTATS, POOLS and the IDLE line), e.g. a server
+ * whose client never came: halted, woken by its timer; a pair whose frames
+ * stopped arriving: which side and which queue. */
+static void print_counters_on_error(void)
 {
-	vnet_idle_print(vn);
+	if (netif.state)
+		net_print_counters();
+	else
+		vnet_print_counters(vn); /* the netif never came up */
 }
 
 void net_up(void)
@@ -219,7 +224,7 @@ void net_up(void)
 	vn = vnet_open(err, sizeof(err));
 	if (!vn)
 		kernel_error("virtio-net", "%s", err);
-	kernel_set_error_hook(print_idle_on_error);
+	kernel_set_error_hook(print_counters_on_error);
 	lwip_init();
 	if (!netif_add(&netif, use_dhcp ? NULL : &addr, use_dhcp ? NULL : &mask,
 	               use_dhcp ? NULL : &gw, vn, vnetif_init, ethernet_input))
