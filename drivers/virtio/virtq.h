@@ -92,6 +92,7 @@ void virtq_publish(struct virtq *vq);
 bool virtq_kick_prepare(struct virtq *vq);
 void virtq_notify(struct virtq *vq);
 bool virtq_enable_cb(struct virtq *vq); /* true: completions already waiting, do not wait */
+bool virtq_enable_cb_after(struct virtq *vq, uint16_t k);
 void virtq_disable_cb(struct virtq *vq);
 int virtq_get_used(struct virtq *vq, void **token, uint32_t *len);
 bool virtq_need_event(uint16_t event, uint16_t new_idx, uint16_t old_idx);
@@ -116,6 +117,11 @@ static inline uint16_t virtq_chains_published(const struct virtq *vq)
 static inline bool virtq_used_pending(const struct virtq *vq)
 {
 	return __atomic_load_n(&vq->used->idx, __ATOMIC_RELAXED) != vq->last_used;
+}
+/* How many used entries are waiting (reads shared memory: used->idx). */
+static inline uint16_t virtq_used_count(const struct virtq *vq)
+{
+	return (uint16_t)(__atomic_load_n(&vq->used->idx, __ATOMIC_RELAXED) - vq->last_used);
 }
 /* Added with virtq_add() but not yet made visible with virtq_publish(). */
 static inline bool virtq_unpublished(const struct virtq *vq)
