@@ -206,11 +206,16 @@ static void print_memory(void)
 	       net_offloads());
 }
 
-/* A failed run still says how it waited (the IDLE line), e.g. a server
- * whose client never came: halted, woken by its timer. */
-static void print_idle_on_error(void)
+/* A failed run still says what its rings and stack saw and how it waited
+ * (COUNTERS, NETIF, LWIPSTATS, POOLS and the IDLE line), e.g. a server
+ * whose client never came: halted, woken by its timer; a pair whose frames
+ * stopped arriving: which side and which queue. */
+static void print_counters_on_error(void)
 {
-	vnet_idle_print(vn);
+	if (netif.state)
+		net_print_counters();
+	else
+		vnet_print_counters(vn); /* the netif never came up */
 }
 
 void net_up(void)
@@ -219,7 +224,7 @@ void net_up(void)
 	vn = vnet_open(err, sizeof(err));
 	if (!vn)
 		kernel_error("virtio-net", "%s", err);
-	kernel_set_error_hook(print_idle_on_error);
+	kernel_set_error_hook(print_counters_on_error);
 	lwip_init();
 	if (!netif_add(&netif, use_dhcp ? NULL : &addr, use_dhcp ? NULL : &mask,
 	               use_dhcp ? NULL : &gw, vn, vnetif_init, ethernet_input))
@@ -248,7 +253,8 @@ void net_up(void)
 uint64_t net_lwip_drops(void)
 {
 	return (uint64_t)lwip_stats.link.drop + lwip_stats.etharp.drop + lwip_stats.ip.drop +
-	       lwip_stats.icmp.drop + lwip_stats.udp.drop + lwip_stats.tcp.drop;
+	       lwip_stats.icmp.drop + lwip_stats.udp.drop + lwip_stats.tcp.drop +
+	       vnetif_arpq_drops();
 }
 
 void net_print_counters(void)
@@ -260,10 +266,11 @@ void net_print_counters(void)
 	const struct vnetif_stats *ns = vnetif_stats();
 	printf("NETIF {\"tx_clones\":%lu,\"tx_csum\":%lu,\"tx_tso\":%lu,\"tx_acks\":%lu,"
 	       "\"tso_conns\":%lu,\"tso_no_pcb\":%lu,\"rx_copies\":%lu,\"rx_nomem\":%lu,"
-	       "\"rx_big\":%lu,\"rx_drops\":%lu,\"ip_frags\":%lu}\n",
+	       "\"rx_big\":%lu,\"rx_drops\":%lu,\"ip_frags\":%lu,\"arpq_queued\":%lu,"
+	       "\"arpq_sent\":%lu}\n",
 	       ns->tx_clones, offload_st.tx_csum, offload_st.tx_tso, offload_st.tx_acks,
 	       offload_st.tso_conns, offload_st.tso_no_pcb, ns->rx_copies, ns->rx_nomem, ns->rx_big,
-	       ns->rx_drops, ns->ip_frags);
+	       ns->rx_drops, ns->ip_frags, ns->arpq_queued, ns->arpq_sent);
 	printf("LWIPSTATS {\"link_drop\":%u,\"link_err\":%u,\"link_memerr\":%u,\"tx_drops\":%lu,"
 	       "\"etharp_drop\":%u,\"ip_drop\":%u,\"ip_chkerr\":%u,\"ip_lenerr\":%u,"
 	       "\"icmp_drop\":%u,\"udp_drop\":%u,\"udp_chkerr\":%u,\"tcp_drop\":%u,"

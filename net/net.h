@@ -37,18 +37,23 @@ struct vnet;
 struct vnet_txo;
 struct tcp_pcb;
 struct vnetif_stats {
-	uint64_t tx_drops;  /* frames dropped after bounded back-pressure, or unsendable */
-	uint64_t tx_clones; /* frames flattened into a copy before sending (zero copy lost) */
-	uint64_t rx_copies; /* frames copied because the stack held half the RX ring */
-	uint64_t rx_nomem;  /* frames dropped: no memory for that copy */
-	uint64_t rx_big;    /* frames over 64 KB handed to IP without the Ethernet header */
-	uint64_t rx_drops;  /* frames over 64 KB that are not IPv4 to our MAC */
-	uint64_t ip_frags;  /* datagrams netif.c fragmented at the link MTU */
+	uint64_t tx_drops;    /* frames dropped after bounded back-pressure, or unsendable */
+	uint64_t tx_clones;   /* frames flattened into a copy before sending (zero copy lost) */
+	uint64_t rx_copies;   /* frames copied because the stack held half the RX ring */
+	uint64_t rx_nomem;    /* frames dropped: no memory for that copy */
+	uint64_t rx_big;      /* frames over 64 KB handed to IP without the Ethernet header */
+	uint64_t rx_drops;    /* frames over 64 KB that are not IPv4 to our MAC */
+	uint64_t ip_frags;    /* datagrams netif.c fragmented at the link MTU */
+	uint64_t arpq_queued; /* IPv4 frames lwIP queued on an unresolved ARP entry */
+	uint64_t arpq_sent;   /* of those, sent once the entry resolved */
 };
 extern long vnetif_rx_hold_max;             /* net.rx_hold_max (net.c sets it before net_up) */
 err_t vnetif_init(struct netif *netif);     /* netif_add() init callback; state = struct vnet * */
 void vnetif_input_all(struct netif *netif); /* hand every received frame to lwIP */
 uint64_t vnetif_tx_drops(void);
+/* Frames lwIP queued on an ARP entry and freed unsent (the entry expired
+ * unresolved or was recycled): lwIP counts nothing there. */
+uint64_t vnetif_arpq_drops(void);
 /* "backend tap: no frame received for N ms", for the ERROR line of a run
  * whose peer went silent: says whether the wire itself went quiet. */
 const char *vnetif_silence(void);

@@ -50,6 +50,21 @@ static uint64_t last_rx_ns;   /* clock_ns() of the last frame received (0: none 
 long vnetif_rx_hold_max = -1; /* net.rx_hold_max; above the ring size: half the ring */
 static uint16_t link_mtu;     /* the wire's IP MTU; netif->mtu is larger with TSO */
 
+/*
+ * The ARP queue (ARP_QUEUEING): lwIP 2.1.3 frees the frames queued on an
+ * entry that expires unresolved (etharp_tmr -> etharp_free_entry), or that
+ * etharp_find_entry recycles, without a counter. Every queued frame ends
+ * either sent, when etharp_input resolves the entry (ethernet_output ->
+ * linkoutput, not through netif->output), or freed; while queued it holds
+ * one MEMP_ARP_QUEUE entry. So: queued = a unicast etharp_output() that
+ * returned ERR_OK without an IPv4 frame reaching linkoutput; sent = an
+ * IPv4 frame reaching linkoutput while an ARP frame is being input and no
+ * netif->output is running; dropped = queued - sent - entries in use now.
+ */
+static unsigned output_depth; /* vnetif_output calls on the stack */
+static bool in_arp_input;     /* ethernet_input is handling an ARP frame */
+static uint64_t ipv4_linkout; /* IPv4 frames that reached linkoutput */
+
 static void rx_pbuf_free(struct pbuf *p)
 {
 	struct rx_pbuf *rp = (struct rx_pbuf *)p;
@@ -84,6 +99,13 @@ static err_t linkoutput(struct netif *netif, struct pbuf *p)
 	struct vnet_seg segs[VNET_TX_MAX_SEGS];
 	struct vnet_txo o;
 	unsigned n = 0;
+	const uint8_t *eth = p->payload;
+
+	if (p->len >= ETH_HLEN && eth[12] == 0x08 && eth[13] == 0x00) {
+		ipv4_linkout++;
+		if (in_arp_input && !output_depth)
+			st.arpq_sent++; /* a queued frame, its entry just resolved */
+	}
 	int off = offload_tx(p, &o, (uint16_t)(ETH_HLEN + link_mtu));
 
 	if (off < 0 || pbuf_clen(p) > VNET_TX_MAX_SEGS || !has_headroom(p)) {
@@ -147,7 +169,13 @@ static err_t vnetif_output(struct netif *netif, struct pbuf *p, const ip4_addr_t
 		e = ip4_frag(p, netif, dst);
 		netif->mtu = mtu;
 	} else {
+		uint64_t sent = ipv4_linkout;
+
+		output_depth++;
 		e = etharp_output(netif, p, dst);
+		output_depth--;
+		if (e == ERR_OK && ipv4_linkout == sent)
+			st.arpq_queued++;
 	}
 	prof_exit();
 	return e;
@@ -256,6 +284,9 @@ void vnetif_input_all(struct netif *netif)
 			vnet_rx_release_frame(vn, &f);
 			continue;
 		}
+		bool arp = !big && f.buf[0].len >= ETH_HLEN && eth[12] == 0x08 &&
+		           eth[13] == 0x06; /* read before a copy gives f back */
+
 		p = rx_pbuf(vn, &f, big ? ETH_HLEN : 0);
 		LINK_STATS_INC(link.recv);
 		if (!p) {
@@ -267,8 +298,11 @@ void vnetif_input_all(struct netif *netif)
 		if (big) {
 			st.rx_big++;
 			ip4_input(p, netif); /* frees p whatever happens */
-		} else if (netif->input(p, netif) != ERR_OK) {
-			pbuf_free(p);
+		} else {
+			in_arp_input = arp;
+			if (netif->input(p, netif) != ERR_OK)
+				pbuf_free(p);
+			in_arp_input = false;
 		}
 		prof_exit();
 	}
@@ -307,11 +341,13 @@ void vnetif_print_pools(struct netif *netif)
 	/* LWIPSTATS continued (net.c prints its first fields): fragments and
 	 * reassembly, ARP queue memory, all pools. */
 	printf(",\"frag_recv\":%u,\"frag_drop\":%u,\"frag_memerr\":%u,\"reasm_oks\":%lu,"
-	       "\"reasm_fails\":%lu,\"frag_fails\":%lu,\"etharp_memerr\":%u,\"memp_err\":%lu}\n",
+	       "\"reasm_fails\":%lu,\"frag_fails\":%lu,\"etharp_memerr\":%u,"
+	       "\"arp_queue_drop\":%llu,\"memp_err\":%lu}\n",
 	       lwip_stats.ip_frag.recv, lwip_stats.ip_frag.drop, lwip_stats.ip_frag.memerr,
 	       (unsigned long)lwip_stats.mib2.ipreasmoks,
 	       (unsigned long)lwip_stats.mib2.ipreasmfails,
-	       (unsigned long)lwip_stats.mib2.ipfragfails, lwip_stats.etharp.memerr, memp_err);
+	       (unsigned long)lwip_stats.mib2.ipfragfails, lwip_stats.etharp.memerr,
+	       (unsigned long long)vnetif_arpq_drops(), memp_err);
 	vnetif_print_pool_line(vn);
 	for (int i = 0; i < MEMP_MAX; i++)
 		if (lwip_stats.memp[i]->err)
@@ -345,6 +381,11 @@ const char *vnetif_silence(void)
 uint64_t vnetif_tx_drops(void)
 {
 	return st.tx_drops;
+}
+
+uint64_t vnetif_arpq_drops(void)
+{
+	return st.arpq_queued - st.arpq_sent - lwip_stats.memp[MEMP_ARP_QUEUE]->used;
 }
 
 const struct vnetif_stats *vnetif_stats(void)

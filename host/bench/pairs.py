@@ -23,7 +23,13 @@ Switches:
   testpmd  dpdk-testpmd (Debian dpdk-dev) forwarding (io mode) between two
            vhost-user ports, the classic DPDK guest-to-guest setup:
            --no-huge in a private mount namespace, guest memory a shared
-           memfd; its CPU counts in the host figure
+           memfd; its CPU counts in the host figure. A vhost-user port
+           has no queue: a frame for a guest whose RX ring is full is
+           dropped, so testpmd runs io forwarding with retry (up to
+           TESTPMD_RETRY x TESTPMD_DELAY_US before it drops, as DPDK's
+           own vhost switch sample retries by default) and every row
+           has the frames it dropped towards each guest
+           (switch_drops_to_server, switch_drops_to_client)
 
 The server is 10.77.0.2, the client 10.77.0.3 (MAC ...:57). Tests:
 tcp_rr/udp_rr (rr.size bytes each way; an appliance client runs
@@ -79,6 +85,14 @@ DEFAULTS = {"pairs": "default>default", "tests": "tcp_rr tcp_stream", "switches"
 
 # ---- the switch between the two guests ----
 
+# testpmd io forwarding with retry: a burst the destination guest's RX ring
+# cannot take is retried this many times, this many microseconds apart,
+# before the rest is dropped (1 ms in all; testpmd's own retry default is
+# 64 x 1 us). Longer waits stall the one forwarding core for both
+# directions while a starved guest vCPU is not running.
+TESTPMD_RETRY = 100
+TESTPMD_DELAY_US = 10
+
 class Switch:
     """A namespace (both guests' QEMUs run in it) and the data path between
     their NICs. qemu_net(role) gives the QEMU arguments of one side."""
@@ -109,7 +123,11 @@ class Switch:
                 "--file-prefix", f"vnetpairs{os.getpid()}"]
         for i, role in enumerate(("server", "client")):
             argv += ["--vdev", f"net_vhost{i},iface={self.sock(role)},queues=1"]
-        argv += ["--", "--forward-mode=io", "--nb-cores=1", "--rxq=1", "--txq=1", "--stats-period=0"]
+        cmds = os.path.join(self.sockdir, "testpmd.cmds")
+        with open(cmds, "w") as f:
+            f.write(f"set fwd io retry\nset burst tx delay {TESTPMD_DELAY_US} retry {TESTPMD_RETRY}\n")
+        argv += ["--", "--forward-mode=io", "--nb-cores=1", "--rxq=1", "--txq=1", "--stats-period=0",
+                 f"--cmdline-file={cmds}"]
         script = "mount -t tmpfs vnetpairs-dpdk /run && exec \"$@\""
         self.proc = Proc("dpdk-testpmd", self.ns.wrap(["unshare", "-m", "--propagation", "private", "sh", "-c",
                                                        script, "sh", "stdbuf", "-oL", *argv]), keep_stdin=True)
@@ -133,10 +151,24 @@ class Switch:
         procs.run(self.ns.wrap(["bash", "-c", f"echo -n stop >/dev/udp/{ip}/{backends.CTL_PORT}"]), timeout=10,
                   check=False)
 
+    def drops(self):
+        """Frames testpmd dropped towards each guest, from the forward
+        statistics it prints when it quits (port 0 is the server's, 1 the
+        client's): {"switch_drops_to_server": N, ...}, {} if none printed."""
+        out, port = {}, None
+        for line in self.proc.text() if self.proc else ():
+            m = re.search(r"Forward statistics for port (\d+)", line)
+            if m:
+                port = int(m.group(1))
+            m = re.search(r"TX-dropped:\s*(\d+)", line)
+            if m and port in (0, 1):
+                out["switch_drops_to_" + ("server" if port == 0 else "client")] = int(m.group(1))
+                port = None
+        return out
+
     def teardown(self):
         if self.proc:
             self.proc.stop()
-            self.proc = None
         self.ns.close()
         if self.sockdir:
             shutil.rmtree(self.sockdir, ignore_errors=True)
@@ -158,7 +190,11 @@ def appliance_keys(role, test, p, warmup):
     else:
         k.update({"app": "stream", "stream.role": role, "stream.warmup": warmup})
         if role == "server":
-            k.update({"stream.wait": 60, "stream.msg": p["msg"]})
+            # stream.idle: the server's 2 s default is shorter than lwIP's
+            # retransmission timeout after a burst of frames the switch
+            # dropped (1-3 s, doubling); the client's own no-progress bound
+            # still ends a dead run
+            k.update({"stream.wait": 60, "stream.msg": p["msg"], "stream.idle": 15})
         else:
             # tcp_stream: the client sends; tcp_maerts: the server sends
             k.update({"stream.test": test[4:], "stream.peer": SERVER_IP, "stream.msg": p["msg"],
@@ -346,6 +382,7 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
             if pr:
                 pr.stop()
         switch.teardown()
+        row.update(switch.drops())
         log = os.path.join(logdir, f"pair-{index:04d}.log")
         with open(log, "w") as f:
             for title, pr in (("server", server), ("client", client), ("switch", switch.proc)):
@@ -422,6 +459,9 @@ def report(rows, out, meta):
                         f"{fmt(med('client_reclaims_per_pair_txn'))} | {fmt(med('server_reclaims_per_pair_txn'))} | {irq} |")
                 if "rr" in test:
                     line += f" {fmt(med('lat_p50_ns', 1e-3))} |"
+                if sw == "testpmd":
+                    line += (f" switch dropped {fmt(med('switch_drops_to_server'))} frames to the server, "
+                             f"{fmt(med('switch_drops_to_client'))} to the client (median)")
                 if bad:
                     line += f" ({len(bad)} failed: {bad[0]['error']})"
                 L.append(line)

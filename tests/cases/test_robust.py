@@ -243,6 +243,31 @@ def test_replies_waiting_for_arp_are_queued_not_dropped(t):
         g = echo_guest(t, ns)
         res = hostile(ns, ["arpqueue", ns.tap, guest_mac(g), NS_GUEST_IP, "5"], timeout=30)
         st, pools = stop(ns, g)
-        expect_zero("replies queued behind ARP", st, ("memp_err", "etharp_memerr", "udp_drop"))
+        expect_zero("replies queued behind ARP", st, ("memp_err", "etharp_memerr", "udp_drop", "arp_queue_drop"))
         pools_back(pools)
-        print(f"    {res['echoed']} of {res['sent']} echoes sent once ARP resolved")
+        nf = json_line(g, "NETIF")
+        if nf["arpq_queued"] < 5 or nf["arpq_sent"] != nf["arpq_queued"] or pools["ARP_QUEUE"]:
+            raise Fail(f"expected >= 5 frames queued on ARP, all sent, none left: NETIF {nf}, POOLS {pools}")
+        print(f"    {res['echoed']} of {res['sent']} echoes sent once ARP resolved "
+              f"(arpq_queued={nf['arpq_queued']}, arpq_sent={nf['arpq_sent']})")
+
+
+def test_frames_queued_on_an_expired_arp_entry_are_counted(t):
+    """Seven datagrams from a peer that never answers ARP: the seven echoes
+    wait on the pending ARP entry until lwIP gives it up (ARP_MAXPENDING)
+    and frees them, which lwIP itself does not count; LWIPSTATS
+    arp_queue_drop must say 7, and nothing may be left queued."""
+    n = 7
+    with t.netns() as ns:
+        g = echo_guest(t, ns)
+        res = hostile(ns, ["arpqueue", ns.tap, guest_mac(g), NS_GUEST_IP, str(n), "never"], timeout=30)
+        st, pools = stop(ns, g)
+        nf = json_line(g, "NETIF")
+        if st["arp_queue_drop"] != n or nf["arpq_queued"] - nf["arpq_sent"] != n or pools["ARP_QUEUE"]:
+            raise Fail(f"expected the {n} queued echoes counted as arp_queue_drop: LWIPSTATS arp_queue_drop="
+                       f"{st['arp_queue_drop']}, NETIF arpq_queued={nf['arpq_queued']} arpq_sent={nf['arpq_sent']}, "
+                       f"POOLS ARP_QUEUE={pools['ARP_QUEUE']}")
+        expect_zero("expired ARP entry", st, ("memp_err", "etharp_memerr", "udp_drop"))
+        pools_back(pools)
+        print(f"    {n} echoes to a peer that never answers ARP: arp_queue_drop={st['arp_queue_drop']} "
+              f"(arpq_queued={nf['arpq_queued']}, arpq_sent={nf['arpq_sent']}), {res['echoed']} arrived")

@@ -24,7 +24,9 @@ what it was asked.
   arpqueue IFACE GUEST_MAC HOST N  a raw peer the appliance has no ARP entry
                       for sends N UDP datagrams to the echo port and answers
                       ARP only afterwards: all N echoes must arrive (none of
-                      the replies queued behind the ARP request dropped)
+                      the replies queued behind the ARP request dropped);
+                      with a 6th argument `never`, ARP is never answered
+                      and no echo may arrive (lwIP frees the queued ones)
   halfopen IFACE GUEST_MAC HOST PORT BYTES SECONDS  a raw TCP peer sends
                       BYTES, takes the echo, then vanishes: no ACK, no ARP
                       reply, no FIN, for SECONDS
@@ -326,13 +328,20 @@ def ooseq(iface, guest_mac, host, port, nconns, nsegs):
     return 0 if all(ok) and all(a == 0 for a in held_acks) else 1
 
 
-def arpqueue(iface, guest_mac, host, n):
-    peer = RawPeer(iface, guest_mac, host, 3)
+def arpqueue(iface, guest_mac, host, n, never=False):
+    peer = RawPeer(iface, guest_mac, host, 4 if never else 3)
     peer.arp = False
     for i in range(n):
         payload = f"arpqueue {i}".encode()
         udp = struct.pack("!HHHH", 33000 + i, 7, 8 + len(payload), 0) + payload
         peer.send_ip(ip_hdr(peer.ip, host, 17, len(udp), 0x5000 + i) + udp)
+    if never:
+        # Never answer: lwIP gives the pending entry up after ARP_MAXPENDING
+        # (5) one-second ticks and frees the n echoes queued on it.
+        peer.poll(8)
+        got = {m["dport"] for m in peer.inbox if m.get("udp")}
+        out(test="arpqueue-never", sent=n, echoed=len(got), ok=not got)
+        return 0 if not got else 1
     peer.poll(0.3)  # the appliance asks for our MAC; nobody answers yet
     peer.arp = True
     end = time.monotonic() + 4  # lwIP repeats a pending request every second
@@ -384,7 +393,7 @@ def main(argv):
     if cmd == "ooseq":
         return ooseq(argv[2], argv[3], argv[4], int(argv[5]), int(argv[6]), int(argv[7]))
     if cmd == "arpqueue":
-        return arpqueue(argv[2], argv[3], argv[4], int(argv[5]))
+        return arpqueue(argv[2], argv[3], argv[4], int(argv[5]), argv[6:] == ["never"])
     if cmd == "halfopen":
         return halfopen(argv[2], argv[3], argv[4], int(argv[5]), int(argv[6]), float(argv[7]))
     print(__doc__, file=sys.stderr)
