@@ -1346,6 +1346,7 @@ static unsigned coal_inject;    /* frames the device delivers during the next ha
 static unsigned coal_armed_k;   /* the k the driver armed for, seen while halted */
 static unsigned coal_first_irq; /* 1-based frame that raised the first interrupt, 0: none */
 static unsigned coal_posted;    /* RX chains the device could complete at that time */
+static bool coal_deaf;          /* the device ignores the re-arm (sees notifications off) */
 
 static void coal_hook(void)
 {
@@ -1358,6 +1359,8 @@ static void coal_hook(void)
 	coal_first_irq = 0;
 	if (coal_inject == COAL_STREAM)
 		coal_inject = 2 * coal_armed_k;
+	if (coal_deaf)
+		virtq_disable_cb(&vn->rxq);
 	for (unsigned i = 1; i <= coal_inject; i++) {
 		CHECK(sim_rx_inject(frame, sizeof(frame)), "device delivers while we halt");
 		if (!coal_first_irq && rxd->interrupts != irqs)
@@ -1398,6 +1401,26 @@ static void coal_drain(void)
 	CHECK(!virtq_used_pending(&vn->rxq), "every frame taken");
 }
 
+/* A device that misses the re-arm: the frame waits, no interrupt comes,
+ * the timer ends the halt, and that is counted as a lost wake-up (after
+ * the grace time for an interrupt still on its way). */
+static void check_lost_wakeup_counted(void)
+{
+	struct vnet_idle_stats st;
+	uint64_t lost;
+
+	vnet_idle_counters(vn, &st);
+	lost = st.lost_wakeups;
+	coal_deaf = true;
+	coal_halt(1);
+	coal_deaf = false;
+	CHECK_EQ(0, coal_first_irq, "deaf device: no interrupt");
+	vnet_idle_counters(vn, &st);
+	CHECK_EQ(lost + 1, st.lost_wakeups,
+	         "a frame left waiting without its interrupt is a lost wake-up");
+	coal_drain();
+}
+
 static void test_rx_coalesce(void)
 {
 	struct vnet_idle_stats st;
@@ -1436,6 +1459,7 @@ static void test_rx_coalesce(void)
 	vnet_idle_counters(vn, &st);
 	if (VNET_RX_COALESCE == 1 || !vn->rxq.event_idx) {
 		CHECK_EQ(0, st.coal_halts, "no moderated halts");
+		check_lost_wakeup_counted();
 		shim_halt_hook = NULL;
 		return;
 	}
@@ -1454,6 +1478,7 @@ static void test_rx_coalesce(void)
 	CHECK_EQ(1, coal_armed_k, "after the bound: k back to what came (1)");
 	CHECK_EQ(1, coal_first_irq, "an RR-like frame interrupts at once");
 	coal_drain();
+	check_lost_wakeup_counted();
 	CHECK_EQ(0, sim.driver_errors, "ring rules");
 	shim_halt_hook = NULL;
 }
