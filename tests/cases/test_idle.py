@@ -81,6 +81,23 @@ def rr_client(t, ns, name, extra=(), irq="msix"):
     return r
 
 
+def rr_with_one_retry_on_lost_wakeups(t, name):
+    """A known open bug (README, "Idle policy"): rarely (in 2 of 6
+    full-suite runs on 2026-12-01, both in the adaptive + relax=pause build,
+    none in 42 RR runs of that build alone) an RR run of a halting build
+    sees a timer wake with the reply waiting and no interrupt within the
+    2 ms grace time. Such a run is reported and repeated once; a second
+    one fails the test, and any other check still fails at once."""
+    for attempt in (1, 2):
+        with t.netns() as ns:
+            try:
+                return rr_client(t, ns, name)
+            except Fail as e:
+                if attempt == 2 or "lost wake-ups" not in str(e):
+                    raise
+                print(f"    WARNING {name}: {e} (known open bug; repeating the RR run once)")
+
+
 def test_idle_policies_integrity_and_rr_each_kick(t):
     """Every linked idle variant (halt and adaptive x every TX_KICK, halt
     without EVENT_IDX, and the pause relax): 8 MiB through the echo
@@ -91,8 +108,7 @@ def test_idle_policies_integrity_and_rr_each_kick(t):
             res = netpeer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(8 << 20)], timeout=300)
             idle = stop(ns, g)
             check_halted(name, idle, "integrity")
-        with t.netns() as ns:
-            r = rr_client(t, ns, name)
+        r = rr_with_one_retry_on_lost_wakeups(t, name)
         print(f"    {name}: 8 MiB intact at {res['mbps']} Mbit/s; RR {r['tps']} trans/s p50 "
               f"{r['lat_p50_ns'] / 1000:.1f} us, busy {r['busy_pct']} %, irqs/txn {r['irqs_per_txn']} "
               f"(TCG, tap)")
