@@ -157,12 +157,12 @@ static void vnet_idle_halt(struct vnet *vn, uint64_t now, vnet_deadline_fn deadl
 		vn->idle.halts += halt_stats()->halts - halts; /* 0 if the deadline had passed */
 		if (rx_k > 1)
 			vn->idle.coal_halts++;
-		if (halt_stats()->timer_wakes == timer)
+		if (halt_stats()->timer_wakes == timer) {
 			bound_hit = false;
-		else if (bound_hit && virtq_used_count(&vn->rxq) < rx_k)
-			vn->idle.coal_timeouts++;
-		if (halt_stats()->timer_wakes != timer) {
+		} else {
 			vn->idle.timer_wakes++;
+			if (bound_hit && virtq_used_count(&vn->rxq) < rx_k)
+				vn->idle.coal_timeouts++;
 			/* The timer ended the halt, no device interrupt came, yet
 			 * a frame is waiting: its interrupt was lost, or is still
 			 * on its way (the device has written the used ring but
