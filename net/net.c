@@ -117,8 +117,10 @@ void net_end_pass(void)
 
 void net_drain(void)
 {
-	if (vnet_drain(vn, DRAIN_NS) == -1)
+	if (vnet_drain(vn, DRAIN_NS) == -1) {
 		printf("net warning: TX not drained within %llu ms\n", DRAIN_NS / 1000000);
+		vnet_print_rings(vn);
+	}
 }
 
 /* The halt policies' deadline: the end of this run or lwIP's next timer,
@@ -216,6 +218,8 @@ static void print_counters_on_error(void)
 		net_print_counters();
 	else
 		vnet_print_counters(vn); /* the netif never came up */
+	if (vn)
+		vnet_print_rings(vn);
 }
 
 void net_up(void)

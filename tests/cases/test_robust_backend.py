@@ -4,7 +4,9 @@ the device completes nothing more). In every role the appliance ends within
 about 5 s with an ERROR line that names the device or the backend, status 1,
 and never prints a RESULT for the truncated interval."""
 
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -44,6 +46,16 @@ def expect_backend_error(g, t0, what, names):
         raise Fail(f"{what}: the ERROR line names neither {names}: {errs[-1]}")
     g.expect_not(r"^RESULT ")
     g.expect_status(1)
+    # The dump before the ERROR holds both rings' indices (RING lines), so
+    # a stall reads as unkicked, held by the device, or not yet reaped.
+    rings = {}
+    for line in g.text():
+        m = re.match(r"^RING (\{.*\})$", line)
+        if m:
+            d = json.loads(m.group(1))
+            rings[d["queue"]] = d
+    if set(rings) != {"tx", "rx"} or any(not {"pub", "dev_used", "avail_event", "unkicked"} <= set(d) for d in rings.values()):
+        raise Fail(f"{what}: expected RING lines for tx and rx with the ring indices before the ERROR, got {rings}")
     if took > LIMIT_S:
         raise Fail(f"{what}: the run ended {took:.1f} s after the backend died (expected <= {LIMIT_S} s)")
     return took, errs[-1]
