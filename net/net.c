@@ -258,7 +258,7 @@ uint64_t net_lwip_drops(void)
 {
 	return (uint64_t)lwip_stats.link.drop + lwip_stats.etharp.drop + lwip_stats.ip.drop +
 	       lwip_stats.icmp.drop + lwip_stats.udp.drop + lwip_stats.tcp.drop +
-	       vnetif_arpq_drops();
+	       vnetif_arpq_drops() + net_tcp_ooseq_drops();
 }
 
 void net_print_counters(void)
@@ -280,12 +280,15 @@ void net_print_counters(void)
 	       "\"icmp_drop\":%u,\"udp_drop\":%u,\"udp_chkerr\":%u,\"tcp_drop\":%u,"
 	       "\"tcp_chkerr\":%u,\"tcp_rexmit\":%u,\"mem_err\":%u,"
 	       "\"pbuf_pool_used\":%lu,\"pbuf_pool_max\":%lu,\"pbuf_pool_err\":%u,"
-	       "\"tcp_seg_max\":%lu,\"tcp_seg_err\":%u",
+	       "\"tcp_seg_max\":%lu,\"tcp_seg_err\":%u,\"tcp_ooseq_drop\":%llu,"
+	       "\"tcp_ooseq_drop_bytes\":%llu",
 	       lwip_stats.link.drop, lwip_stats.link.err, lwip_stats.link.memerr, vnetif_tx_drops(),
 	       lwip_stats.etharp.drop, lwip_stats.ip.drop, lwip_stats.ip.chkerr,
 	       lwip_stats.ip.lenerr, lwip_stats.icmp.drop, lwip_stats.udp.drop,
 	       lwip_stats.udp.chkerr, lwip_stats.tcp.drop, lwip_stats.tcp.chkerr,
 	       lwip_stats.mib2.tcpretranssegs, lwip_stats.mem.err, (unsigned long)pool->used,
-	       (unsigned long)pool->max, pool->err, (unsigned long)seg->max, seg->err);
+	       (unsigned long)pool->max, pool->err, (unsigned long)seg->max, seg->err,
+	       (unsigned long long)net_tcp_ooseq_drops(),
+	       (unsigned long long)net_tcp_ooseq_drop_bytes());
 	vnetif_print_pools(&netif); /* the rest of LWIPSTATS, POOLS, a warning per exhausted pool */
 }
