@@ -4,16 +4,14 @@ the device completes nothing more). In every role the appliance ends within
 about 5 s with an ERROR line that names the device or the backend, status 1,
 and never prints a RESULT for the truncated interval."""
 
-import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
 
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, QEMU_RUN, TOP, Fail, Guest, Skip
+from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, QEMU_RUN, TOP, Fail, Guest, Skip, per_queue
 
 sys.path.insert(0, os.path.join(TOP, "host", "bench"))
 
@@ -48,12 +46,7 @@ def expect_backend_error(g, t0, what, names):
     g.expect_status(1)
     # The dump before the ERROR holds both rings' indices (RING lines), so
     # a stall reads as unkicked, held by the device, or not yet reaped.
-    rings = {}
-    for line in g.text():
-        m = re.match(r"^RING (\{.*\})$", line)
-        if m:
-            d = json.loads(m.group(1))
-            rings[d["queue"]] = d
+    rings = per_queue(g, "RING")
     if set(rings) != {"tx", "rx"} or any(not {"pub", "dev_used", "avail_event", "unkicked"} <= set(d) for d in rings.values()):
         raise Fail(f"{what}: expected RING lines for tx and rx with the ring indices before the ERROR, got {rings}")
     if took > LIMIT_S:
