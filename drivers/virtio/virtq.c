@@ -7,6 +7,8 @@
  *   B  kick_prepare: avail->idx store, then avail_event / used->flags load
  *   C  get_used:     used->idx load, then used ring entry loads
  *   D  enable_cb:    used_event / avail->flags store, then used->idx load
+ *                    (plus a device register read under an emulator whose
+ *                    fences do not reach the host: virtq_set_sync())
  * x86-64 write-back memory keeps store/store and load/load order, so A and C
  * only stop the compiler (arch_wmb/arch_rmb); B and D are store-then-load
  * and need arch_mb(), as in Linux virtqueue_kick_prepare_split() and
@@ -215,7 +217,32 @@ bool virtq_enable_cb_after(struct virtq *vq, uint16_t k)
 	 * between, reads the stale request, stays silent, and we halt on a
 	 * completion nobody announces (a lost wake-up). */
 	arch_mb();
+	/* Barrier D under an emulator: the fence above may never reach the
+	 * host. QEMU 7.2's TCG with one vCPU translates MFENCE to nothing
+	 * (tcg_gen_mb() drops barriers from code generated without
+	 * CF_PARALLEL, i.e. with -smp maxcpus=1; QEMU 8.1 keeps them, commit
+	 * c914d46d, "The virtio devices require proper memory ordering between
+	 * the vcpus and the iothreads"), so the host CPU runs our used->idx
+	 * load before our used_event store drains, and virtio-net in QEMU's
+	 * I/O thread reads the old used_event after publishing the entry:
+	 * no interrupt, and the halt lasts its full bound. A device register
+	 * read is emulated under the lock the device model holds while it
+	 * publishes used entries and decides to interrupt (QEMU's BQL): that
+	 * lock's atomic operation drains our store first, and our re-read
+	 * below then sees whatever the device published before it. */
+	if (vq->sync) {
+		vq->stats.syncs++;
+		vq->sync(vq->sync_ctx);
+	}
 	return virtq_used_count(vq) >= k;
+}
+
+/* Where the CPU's fences may not order ring memory against the device
+ * (virtq_enable_cb_after()), give the ring a register read to make. */
+void virtq_set_sync(struct virtq *vq, virtq_sync_fn fn, void *ctx)
+{
+	vq->sync = fn;
+	vq->sync_ctx = ctx;
 }
 
 /* Back to polling: suppress interrupts again. With EVENT_IDX, point
