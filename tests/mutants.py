@@ -31,6 +31,12 @@ TIMEOUT = 30
 # "offload:" + a name from UNIT_OFFLOAD_VARIANTS (its test_offload).
 LRO = "offload:base-every-ei1-eager-inline-zc1"
 MUTANTS = [
+    # Barrier B under an emulator (virtq_set_sync()): the TX stall.
+    ("kick_prepare trusts a no without the register read", "drivers/virtio/virtq.c",
+     "\tif (!need && vq->sync) {", "\tif (0 && vq->sync) {", ["virtq"]),
+    ("kick_prepare does not read the answer again after the sync", "drivers/virtio/virtq.c",
+     "\t\tvq->sync(vq->sync_ctx);\n\t\tneed = virtq_device_asks(vq, new_idx, old_idx);",
+     "\t\tvq->sync(vq->sync_ctx);", ["virtq"]),
     # The idle policy (issue 12): re-arm, re-check, bounded halts.
     ("enable_cb does not re-check the ring", "drivers/virtio/virtq.c",
      "\tarch_mb();\n\treturn virtq_used_count(vq) >= k;", "\tarch_mb();\n\treturn false;",
