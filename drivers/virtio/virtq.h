@@ -132,6 +132,16 @@ static inline uint16_t virtq_used_count(const struct virtq *vq)
 {
 	return (uint16_t)(__atomic_load_n(&vq->used->idx, __ATOMIC_RELAXED) - vq->last_used);
 }
+/* The device asks to hear about entries it has not read: its avail_event
+ * is behind what we published (EVENT_IDX), or NO_NOTIFY is clear. What a
+ * kick decision that read a stale avail_event leaves behind (barrier B
+ * without a working fence). Reads shared memory. */
+static inline bool virtq_device_waiting(const struct virtq *vq)
+{
+	if (vq->event_idx)
+		return __atomic_load_n(vq->avail_event, __ATOMIC_RELAXED) != vq->avail_pub;
+	return !(__atomic_load_n(&vq->used->flags, __ATOMIC_RELAXED) & VIRTQ_USED_F_NO_NOTIFY);
+}
 /* Added with virtq_add() but not yet made visible with virtq_publish(). */
 static inline bool virtq_unpublished(const struct virtq *vq)
 {

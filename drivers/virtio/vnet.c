@@ -269,8 +269,10 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 	    virtio_dev_queue_setup(&vn->vd, &vn->txq, VNET_TXQ,
 	                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why, sizeof(why)))
 		return vnet_step_fail(vn, err, errlen, "step 7 (queues)", why);
-	/* Only the halt policies re-arm notifications (barrier D). */
-	if (!VNET_IS_IDLE_POLL && !vnet_fences_reach_device()) {
+	/* Only the halt policies re-arm notifications (barrier D); the TX
+	 * rescue kick covers barrier B in every policy (vnet_tx.c). */
+	vn->weak_fences = !vnet_fences_reach_device();
+	if (!VNET_IS_IDLE_POLL && vn->weak_fences) {
 		virtq_set_sync(&vn->rxq, vnet_dev_sync, vn);
 		virtq_set_sync(&vn->txq, vnet_dev_sync, vn);
 	}
@@ -484,11 +486,13 @@ static void vnet_print_queue(const char *name, const struct vnet_counters *c)
 	       (unsigned long long)c->idle_reclaim_calls, (unsigned long long)c->idle_reclaimed);
 	for (int i = 0; i < VNET_COUNTER_BUCKETS; i++)
 		printf("%s%llu", i ? "," : "", (unsigned long long)c->reclaim_hist[i]);
-	printf("],\"ring_full\":%llu,\"refills\":%llu,\"refilled\":%llu,\"drops\":%llu,"
+	printf("],\"ring_full\":%llu,\"rescue_kicks\":%llu,\"refills\":%llu,\"refilled\":%llu,"
+	       "\"drops\":%llu,"
 	       "\"csum\":%llu,\"gso\":%llu,\"bufs\":%llu,\"device_errors\":%llu,\"irqs\":%llu}\n",
-	       (unsigned long long)c->ring_full, (unsigned long long)c->refills,
-	       (unsigned long long)c->refilled, (unsigned long long)c->drops,
-	       (unsigned long long)c->csum, (unsigned long long)c->gso, (unsigned long long)c->bufs,
+	       (unsigned long long)c->ring_full, (unsigned long long)c->rescue_kicks,
+	       (unsigned long long)c->refills, (unsigned long long)c->refilled,
+	       (unsigned long long)c->drops, (unsigned long long)c->csum,
+	       (unsigned long long)c->gso, (unsigned long long)c->bufs,
 	       (unsigned long long)c->device_errors, (unsigned long long)c->irqs);
 }
 

@@ -115,6 +115,7 @@ struct vnet_counters {
 	uint64_t idle_reclaim_calls; /* TX: liveness reclaims (TX idle, completions waiting) */
 	uint64_t idle_reclaimed;     /* TX: frames they took back */
 	uint64_t ring_full;          /* TX: vnet_tx() returned VNET_EAGAIN */
+	uint64_t rescue_kicks;       /* TX: kicks for a device left waiting (vnet_tx.c) */
 	uint64_t refills;            /* RX: refill batches */
 	uint64_t refilled;           /* RX: buffers re-posted */
 	uint64_t drops;              /* RX: frames dropped by the driver (malformed) */
