@@ -178,8 +178,10 @@ bool virtq_kick_prepare(struct virtq *vq)
 		need = !(virtq_load16(&vq->used->flags) & VIRTQ_USED_F_NO_NOTIFY);
 	vq->kick_old = new_idx;
 	vq->unkicked = 0;
-	if (!need)
+	if (!need) {
 		vq->stats.kicks_suppressed++;
+		vq->kick_skipped = true;
+	}
 	return need;
 }
 
@@ -276,6 +278,7 @@ void virtq_print_state(const struct virtq *vq, const char *name)
 void virtq_notify(struct virtq *vq)
 {
 	vq->stats.kicks++;
+	vq->kick_skipped = false;
 	vq->notify(vq->notify_ctx, vq->qidx, vq->avail_pub);
 }
 

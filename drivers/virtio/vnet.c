@@ -463,7 +463,7 @@ void vnet_counters(const struct vnet *vn, struct vnet_counters *rx, struct vnet_
 	rx->kicks = vn->rxq.stats.kicks;
 	rx->kicks_suppressed = vn->rxq.stats.kicks_suppressed;
 	rx->device_errors = vn->rx.device_errors + virtq_faults(&vn->rxq);
-	tx->kicks = vn->txq.stats.kicks;
+	tx->kicks = vn->txq.stats.kicks - vn->tx.rescue_kicks; /* the policy's; rescues apart */
 	tx->kicks_suppressed = vn->txq.stats.kicks_suppressed;
 	tx->device_errors = virtq_faults(&vn->txq);
 	rx->irqs = virtio_dev_irqs(&vn->vd)[1 + VNET_RXQ];

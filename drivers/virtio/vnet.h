@@ -107,7 +107,7 @@ struct vnet_rx {
 /* Per-queue counters; snapshot with vnet_counters(). */
 struct vnet_counters {
 	uint64_t frames, bytes;
-	uint64_t kicks;            /* notify writes */
+	uint64_t kicks;            /* notify writes the policy decided (rescue_kicks apart) */
 	uint64_t kicks_suppressed; /* kick decisions that found no notify needed */
 	uint64_t reclaim_calls;    /* TX: calls of the one reclaim routine */
 	uint64_t reclaimed;        /* TX: descriptor chains (frames) taken back */
