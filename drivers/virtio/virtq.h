@@ -73,7 +73,6 @@ struct virtq {
 	uint16_t avail_pub; /* value last stored to avail->idx */
 	uint16_t kick_old;  /* avail_pub at the last kick decision ("old") */
 	uint32_t unkicked;  /* entries published since that decision */
-	bool kick_skipped;  /* a decision said "no kick" since the last notify */
 	uint16_t last_used; /* next used ring entry to read */
 	uint16_t free_head, num_free, chains;
 
@@ -105,7 +104,6 @@ void virtq_set_sync(struct virtq *vq, virtq_sync_fn fn, void *ctx);
 void virtq_disable_cb(struct virtq *vq);
 int virtq_get_used(struct virtq *vq, void **token, uint32_t *len);
 bool virtq_need_event(uint16_t event, uint16_t new_idx, uint16_t old_idx);
-void virtq_print_state(const struct virtq *vq, const char *name); /* RING {...} */
 const char *virtq_fault_name(enum virtq_fault f);
 uint64_t virtq_faults(const struct virtq *vq);
 
@@ -132,20 +130,6 @@ static inline bool virtq_used_pending(const struct virtq *vq)
 static inline uint16_t virtq_used_count(const struct virtq *vq)
 {
 	return (uint16_t)(__atomic_load_n(&vq->used->idx, __ATOMIC_RELAXED) - vq->last_used);
-}
-/* We skipped a kick since the last notify, and the device asks to hear
- * about entries it has not read: its avail_event is behind what we
- * published (EVENT_IDX), or NO_NOTIFY is clear. What a kick decision that
- * read a stale avail_event leaves behind when the device missed our
- * avail->idx too (barrier B without a working fence). Reads shared
- * memory. */
-static inline bool virtq_device_waiting(const struct virtq *vq)
-{
-	if (!vq->kick_skipped)
-		return false; /* told about everything we published */
-	if (vq->event_idx)
-		return __atomic_load_n(vq->avail_event, __ATOMIC_RELAXED) != vq->avail_pub;
-	return !(__atomic_load_n(&vq->used->flags, __ATOMIC_RELAXED) & VIRTQ_USED_F_NO_NOTIFY);
 }
 /* Added with virtq_add() but not yet made visible with virtq_publish(). */
 static inline bool virtq_unpublished(const struct virtq *vq)

@@ -269,10 +269,8 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 	    virtio_dev_queue_setup(&vn->vd, &vn->txq, VNET_TXQ,
 	                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why, sizeof(why)))
 		return vnet_step_fail(vn, err, errlen, "step 7 (queues)", why);
-	/* Only the halt policies re-arm notifications (barrier D); the TX
-	 * rescue kick covers barrier B in every policy (vnet_tx.c). */
-	vn->weak_fences = !vnet_fences_reach_device();
-	if (!VNET_IS_IDLE_POLL && vn->weak_fences) {
+	/* Only the halt policies re-arm notifications (barrier D). */
+	if (!VNET_IS_IDLE_POLL && !vnet_fences_reach_device()) {
 		virtq_set_sync(&vn->rxq, vnet_dev_sync, vn);
 		virtq_set_sync(&vn->txq, vnet_dev_sync, vn);
 	}
@@ -463,7 +461,7 @@ void vnet_counters(const struct vnet *vn, struct vnet_counters *rx, struct vnet_
 	rx->kicks = vn->rxq.stats.kicks;
 	rx->kicks_suppressed = vn->rxq.stats.kicks_suppressed;
 	rx->device_errors = vn->rx.device_errors + virtq_faults(&vn->rxq);
-	tx->kicks = vn->txq.stats.kicks - vn->tx.rescue_kicks; /* the policy's; rescues apart */
+	tx->kicks = vn->txq.stats.kicks;
 	tx->kicks_suppressed = vn->txq.stats.kicks_suppressed;
 	tx->device_errors = virtq_faults(&vn->txq);
 	rx->irqs = virtio_dev_irqs(&vn->vd)[1 + VNET_RXQ];
@@ -486,13 +484,11 @@ static void vnet_print_queue(const char *name, const struct vnet_counters *c)
 	       (unsigned long long)c->idle_reclaim_calls, (unsigned long long)c->idle_reclaimed);
 	for (int i = 0; i < VNET_COUNTER_BUCKETS; i++)
 		printf("%s%llu", i ? "," : "", (unsigned long long)c->reclaim_hist[i]);
-	printf("],\"ring_full\":%llu,\"rescue_kicks\":%llu,\"refills\":%llu,\"refilled\":%llu,"
-	       "\"drops\":%llu,"
+	printf("],\"ring_full\":%llu,\"refills\":%llu,\"refilled\":%llu,\"drops\":%llu,"
 	       "\"csum\":%llu,\"gso\":%llu,\"bufs\":%llu,\"device_errors\":%llu,\"irqs\":%llu}\n",
-	       (unsigned long long)c->ring_full, (unsigned long long)c->rescue_kicks,
-	       (unsigned long long)c->refills, (unsigned long long)c->refilled,
-	       (unsigned long long)c->drops, (unsigned long long)c->csum,
-	       (unsigned long long)c->gso, (unsigned long long)c->bufs,
+	       (unsigned long long)c->ring_full, (unsigned long long)c->refills,
+	       (unsigned long long)c->refilled, (unsigned long long)c->drops,
+	       (unsigned long long)c->csum, (unsigned long long)c->gso, (unsigned long long)c->bufs,
 	       (unsigned long long)c->device_errors, (unsigned long long)c->irqs);
 }
 
@@ -504,10 +500,4 @@ void vnet_print_counters(const struct vnet *vn)
 	vnet_print_queue("tx", &tx);
 	vnet_print_queue("rx", &rx);
 	vnet_idle_print(vn);
-}
-
-void vnet_print_rings(const struct vnet *vn)
-{
-	virtq_print_state(&vn->txq, "tx");
-	virtq_print_state(&vn->rxq, "rx");
 }

@@ -107,7 +107,7 @@ struct vnet_rx {
 /* Per-queue counters; snapshot with vnet_counters(). */
 struct vnet_counters {
 	uint64_t frames, bytes;
-	uint64_t kicks;            /* notify writes the policy decided (rescue_kicks apart) */
+	uint64_t kicks;            /* notify writes */
 	uint64_t kicks_suppressed; /* kick decisions that found no notify needed */
 	uint64_t reclaim_calls;    /* TX: calls of the one reclaim routine */
 	uint64_t reclaimed;        /* TX: descriptor chains (frames) taken back */
@@ -115,7 +115,6 @@ struct vnet_counters {
 	uint64_t idle_reclaim_calls; /* TX: liveness reclaims (TX idle, completions waiting) */
 	uint64_t idle_reclaimed;     /* TX: frames they took back */
 	uint64_t ring_full;          /* TX: vnet_tx() returned VNET_EAGAIN */
-	uint64_t rescue_kicks;       /* TX: kicks for a device left waiting (vnet_tx.c) */
 	uint64_t refills;            /* RX: refill batches */
 	uint64_t refilled;           /* RX: buffers re-posted */
 	uint64_t drops;              /* RX: frames dropped by the driver (malformed) */
@@ -184,7 +183,6 @@ const char *vnet_idle_policy(void);          /* "poll", "halt" or "adaptive:50us
 const char *vnet_error(const struct vnet *vn); /* first error, "" if none */
 void vnet_counters(const struct vnet *vn, struct vnet_counters *rx, struct vnet_counters *tx);
 void vnet_print_counters(const struct vnet *vn); /* COUNTERS {...} lines */
-void vnet_print_rings(const struct vnet *vn);    /* RING {...} lines, for an ERROR */
 
 /* vnet_tx.c: transmit */
 /* Queue one frame (virtio header added by the driver). 0 = accepted (and will

@@ -90,7 +90,6 @@ struct vnet {
 	uint64_t status_checked; /* clock_ns() of the last status/link check */
 	uint16_t rx_quota;       /* frames vnet_rx() may still hand up this pass */
 	bool failed;
-	bool weak_fences; /* the CPU's fences may not reach the device (vnet.c) */
 	char error[192];
 
 	/* Unit tests (VNET_TRACE=1): the TX steps in order, one letter each:

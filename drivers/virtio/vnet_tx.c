@@ -348,14 +348,13 @@ void vnet_tx_end_burst(struct vnet *vn)
  * forever"). Once the TX path has been idle for VNET_TX_IDLE_RECLAIM_US
  * with completions waiting, reclaim them, counted apart from the policy's
  * own reclaims. A busy TX path (vnet_tx() called since the last look)
- * never triggers it, so the policy under test is not changed. With
- * nothing completed, the same point kicks a device left waiting (below).
+ * never triggers it, so the policy under test is not changed.
  */
 static void vnet_tx_idle_reclaim(struct vnet *vn)
 {
 	uint64_t now;
 
-	if (!virtq_chains_in_flight(&vn->txq))
+	if (VNET_IS_RECLAIM_POLL || !virtq_chains_in_flight(&vn->txq))
 		return;
 	now = clock_ns();
 	if (vn->tx_activity != vn->tx_activity_seen) {
@@ -363,26 +362,10 @@ static void vnet_tx_idle_reclaim(struct vnet *vn)
 		vn->tx_idle_since = now;
 		return;
 	}
-	if (now - vn->tx_idle_since < VNET_TX_IDLE_RECLAIM_US * 1000ull)
+	if (now - vn->tx_idle_since < VNET_TX_IDLE_RECLAIM_US * 1000ull ||
+	    !virtq_used_pending(&vn->txq))
 		return;
-	if (virtq_used_pending(&vn->txq)) {
-		if (VNET_IS_RECLAIM_POLL)
-			return; /* the policy reclaims every pass */
-		vnet_tx_take(vn, VNET_RECLAIM_ALL, true);
-	} else if (vn->weak_fences && !vnet_tx_kick_pending(vn) &&
-	           virtq_chains_published(&vn->txq) && virtq_device_waiting(&vn->txq)) {
-		/* Nothing completed in that time and the device still asks
-		 * about entries we published: under an emulator whose fences
-		 * do not reach it (barrier B, README "Lost wake-ups under
-		 * TCG") our kick decision read a stale avail_event while the
-		 * device re-armed and missed our avail->idx, and it waits for
-		 * a kick for ever. Kick; a device that was only slow ignores
-		 * it. */
-		virtq_notify(&vn->txq);
-		vn->tx.rescue_kicks++;
-	} else {
-		return;
-	}
+	vnet_tx_take(vn, VNET_RECLAIM_ALL, true);
 	vn->tx_idle_since = now;
 }
 

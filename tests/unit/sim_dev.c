@@ -55,7 +55,6 @@ static void sim_see_driver_stores(struct sim_queue *q)
 		return;
 	q->seen_used_event = q->avail->ring[q->size];
 	q->seen_avail_flags = q->avail->flags;
-	q->seen_avail_idx = __atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE);
 }
 
 void sim_register_access(void)
@@ -86,13 +85,6 @@ static uint16_t *sim_avail_event(const struct sim_queue *q)
 uint16_t sim_published(const struct sim_queue *q)
 {
 	return __atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE);
-}
-
-/* avail->idx as the device sees it (weak_order: as of the last register
- * access). */
-static uint16_t sim_avail_seen(const struct sim_queue *q)
-{
-	return q->weak_order ? q->seen_avail_idx : sim_published(q);
 }
 
 static uint32_t sim_rand(struct sim_queue *q)
@@ -180,8 +172,8 @@ unsigned sim_consume(struct sim_queue *q, unsigned max)
 	static uint8_t frame[SIM_FRAME_MAX];
 	unsigned n = 0;
 
-	while (n < max && q->last_avail != sim_avail_seen(q)) {
-		uint16_t pub = sim_avail_seen(q);
+	while (n < max && q->last_avail != sim_published(q)) {
+		uint16_t pub = sim_published(q);
 		uint16_t head = q->avail->ring[q->last_avail & (q->size - 1)];
 		struct sim_chain c;
 		uint32_t flen;
@@ -372,7 +364,7 @@ void sim_run(struct sim_queue *q)
 		sim_consume(q, q->size);
 		sim_complete_scheduled(q);
 		sim_idle(q);
-		if (sim_avail_seen(q) == q->last_avail)
+		if (sim_published(q) == q->last_avail)
 			return;
 	}
 }

@@ -83,12 +83,10 @@ struct sim_queue {
 	 * decides whether to interrupt from the used_event / avail->flags it
 	 * saw at the driver's last register access (a doorbell or a register
 	 * read, which the emulator serialises with the device), not from what
-	 * the driver stored since, and it reads avail->idx as of then too
-	 * (what it consumes, and its re-check after re-arming: barrier B). A
-	 * completion the test plays later stands for one that raced the
-	 * driver's re-arm and lost. */
+	 * the driver stored since. A completion the test plays later stands
+	 * for one that raced the driver's re-arm and lost. */
 	bool weak_order;
-	uint16_t seen_used_event, seen_avail_flags, seen_avail_idx;
+	uint16_t seen_used_event, seen_avail_flags;
 
 	/* TX capture: the last frame and a running sum over all frames */
 	uint64_t frames, bytes, byte_sum;

@@ -1483,82 +1483,6 @@ static void test_rx_coalesce(void)
 	shim_halt_hook = NULL;
 }
 
-/* Publish and kick whatever the TX policy still holds (kick=timer: its
- * hold runs out), in 10 us poll passes. */
-static void tx_kick_all(void)
-{
-	vnet_tx_end_burst(vn);
-	for (int i = 0; i < 1000 && vnet_kick_pending(vn); i++) {
-		shim_now_ns += 10000;
-		vnet_poll(vn);
-	}
-	CHECK(!vnet_kick_pending(vn), "no kick pending");
-}
-
-/* Barrier B under an emulator whose fences do not reach the device (the
- * sim's weak_order TX queue reads avail->idx as of the last register
- * access): a frame published while the device is busy gets a suppressed
- * kick, rightly; the device then finishes, re-arms, re-reads an old
- * avail->idx and waits for a kick that never comes. The TX liveness path
- * must kick it once TX has been idle for its bound; where fences reach
- * the device (KVM) it does not. Returns the rescue kicks seen. */
-static uint64_t tx_rescue_case(const char *accel)
-{
-	struct vnet_counters rx, tx;
-	uint64_t doorbells;
-	unsigned done;
-	int passes;
-
-	shim_accel = accel;
-	if (!dev_open(SIM_MANUAL)) {
-		shim_accel = "tcg";
-		return 0;
-	}
-	txd->weak_order = true;
-	CHECK_EQ(0, send_frame(), "first frame");
-	tx_kick_all();
-	CHECK(txd->busy, "the device is busy with it");
-	CHECK_EQ(0, send_frame(), "second frame");
-	tx_kick_all();
-	sim_run(txd);
-	CHECK(sim_lost_wakeup(txd), "model: the device waits for a kick that was skipped");
-	doorbells = txd->doorbells;
-	done = done_total;
-	for (passes = 0; passes < 1000 && txd->doorbells == doorbells; passes++) {
-		shim_now_ns += 10000;
-		vnet_poll(vn);
-	}
-	vnet_counters(vn, &rx, &tx);
-	if (!strcmp(accel, "tcg")) {
-		printf("     rescue kick after %d us of TX idle (bound %u us)\n", passes * 10,
-		       VNET_TX_IDLE_RECLAIM_US);
-		CHECK_EQ(doorbells + 1, txd->doorbells,
-		         "the idle TX path kicked the waiting device");
-		CHECK(passes * 10 <= 2 * VNET_TX_IDLE_RECLAIM_US + 100,
-		      "within twice the idle bound");
-		sim_run(txd);
-		vnet_poll(vn);
-		shim_now_ns += 2000000;
-		vnet_poll(vn);
-		CHECK(!sim_lost_wakeup(txd), "the device is no longer left waiting");
-		CHECK_EQ(0, virtq_chains_in_flight(&vn->txq),
-		         "both frames completed and taken back");
-		CHECK(done_total >= done + 1 || !VNET_ZEROCOPY,
-		      "the second frame completed to the caller");
-	} else {
-		CHECK_EQ(doorbells, txd->doorbells, "kvm: no rescue kick (its fences work)");
-	}
-	CHECK_EQ(0, sim.driver_errors, "ring rules");
-	shim_accel = "tcg";
-	return tx.rescue_kicks;
-}
-
-static void test_tx_rescue_kick(void)
-{
-	CHECK_EQ(1, tx_rescue_case("tcg"), "one rescue kick counted");
-	CHECK_EQ(0, tx_rescue_case("kvm"), "kvm: none");
-}
-
 /* The known lost wake-up (README "Idle policy"): under QEMU 7.2's TCG
  * with one vCPU the re-arm's MFENCE emits nothing on the host, and a reply
  * that raced the re-arm was published with no interrupt (the device read
@@ -1636,7 +1560,6 @@ int main(void)
 	RUN(test_idle_policy);
 	RUN(test_rx_coalesce);
 	RUN(test_idle_weak_fences);
-	RUN(test_tx_rescue_kick);
 	printf("test_vnet %s: %d checks, %d failed\n", vnet_variant(), check_total, check_failed);
 	return check_failed ? 1 : 0;
 }
