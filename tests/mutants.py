@@ -31,9 +31,16 @@ TIMEOUT = 30
 # "offload:" + a name from UNIT_OFFLOAD_VARIANTS (its test_offload).
 LRO = "offload:base-every-ei1-eager-inline-zc1"
 MUTANTS = [
+    # Barrier B under an emulator (virtq_set_sync()): the TX stall.
+    ("kick_prepare trusts a no without the register read", "drivers/virtio/virtq.c",
+     "\tif (!need && vq->sync) {", "\tif (0 && vq->sync) {", ["virtq"]),
+    ("kick_prepare does not read the answer again after the sync", "drivers/virtio/virtq.c",
+     "\t\tvq->sync(vq->sync_ctx);\n\t\tneed = virtq_device_asks(vq, new_idx, old_idx);",
+     "\t\tvq->sync(vq->sync_ctx);", ["virtq"]),
     # The idle policy (issue 12): re-arm, re-check, bounded halts.
     ("enable_cb does not re-check the ring", "drivers/virtio/virtq.c",
-     "\tarch_mb();\n\treturn virtq_used_count(vq) >= k;", "\tarch_mb();\n\treturn false;",
+     "\t\tvq->sync(vq->sync_ctx);\n\t}\n\treturn virtq_used_count(vq) >= k;",
+     "\t\tvq->sync(vq->sync_ctx);\n\t}\n\treturn false;",
      ["virtq", "base-every-ei1-eager-inline-zc1-idle_halt"]),
     ("enable_cb does not move used_event", "drivers/virtio/virtq.c",
      "\t\tvirtq_store16(vq->used_event, (uint16_t)(vq->last_used + k - 1));\n\telse\n\t\tvirtq_store16(&vq->avail->flags, 0);",
@@ -94,8 +101,8 @@ MUTANTS = [
      "\tif (0) {\n\t}",
      ["virtq", "base-every-ei1-eager-inline-zc1-idle_halt", "base-every-ei1-eager-inline-zc1-idle_adaptive"]),
     ("fences trusted under TCG (no re-arm read)", "drivers/virtio/vnet.c",
-     "\tif (!VNET_IS_IDLE_POLL && !vnet_fences_reach_device()) {",
-     "\tif (!VNET_IS_IDLE_POLL && !vnet_fences_reach_device() && 0) {",
+     "\tif (!vnet_fences_reach_device()) {",
+     "\tif (!vnet_fences_reach_device() && 0) {",
      ["base-every-ei1-eager-inline-zc1-idle_adaptive", "base-deferred-ei0-eager-inline-zc1-idle_halt"]),
     ("moderation used without EVENT_IDX", "drivers/virtio/vnet_idle.c",
      "\tif (VNET_RX_COALESCE == 1 || !vn->rxq.event_idx)\n\t\treturn 1;", "\tif (VNET_RX_COALESCE == 1)\n\t\treturn 1;",
@@ -170,8 +177,8 @@ MUTANTS = [
      "\tif (idle && 0) {\n\t\tvn->tx.idle_reclaim_calls++;",
      ["lazy-every-ei1-eager-inline-zc1"]),
     ("event index ignored (flag protocol always)", "drivers/virtio/virtq.c",
-     "\telse if (vq->event_idx)\n\t\tneed = virtq_need_event(",
-     "\telse if (0)\n\t\tneed = virtq_need_event(",
+     "\tif (vq->event_idx)\n\t\treturn virtq_need_event(",
+     "\tif (0)\n\t\treturn virtq_need_event(",
      ["base-every-ei1-eager-inline-zc1"]),
     ("link down ignored", "drivers/virtio/vnet.c",
      "\tif (vnet_check(vn) == 0)\n\t\tvnet_check_link(vn);",

@@ -7,8 +7,8 @@
  *   B  kick_prepare: avail->idx store, then avail_event / used->flags load
  *   C  get_used:     used->idx load, then used ring entry loads
  *   D  enable_cb:    used_event / avail->flags store, then used->idx load
- *                    (plus a device register read under an emulator whose
- *                    fences do not reach the host: virtq_set_sync())
+ * (B and D plus a device register read under an emulator whose fences do
+ * not reach the host: virtq_set_sync())
  * x86-64 write-back memory keeps store/store and load/load order, so A and C
  * only stop the compiler (arch_wmb/arch_rmb); B and D are store-then-load
  * and need arch_mb(), as in Linux virtqueue_kick_prepare_split() and
@@ -157,6 +157,17 @@ bool virtq_need_event(uint16_t event, uint16_t new_idx, uint16_t old_idx)
  * notification (2.7.13.4 / 2.7.10). Deciding and notifying are separate so a
  * batching policy can decide once for many frames and count both.
  */
+/* Does the device's answer (avail_event, or NO_NOTIFY) ask for a kick for
+ * the entries [old, new)? */
+static bool virtq_device_asks(const struct virtq *vq, uint16_t new_idx, uint16_t old_idx)
+{
+	if (vq->unkicked >= 0x10000u)
+		return true; /* window wider than the index space: always ask */
+	if (vq->event_idx)
+		return virtq_need_event(virtq_load16(vq->avail_event), new_idx, old_idx);
+	return !(virtq_load16(&vq->used->flags) & VIRTQ_USED_F_NO_NOTIFY);
+}
+
 bool virtq_kick_prepare(struct virtq *vq)
 {
 	uint16_t old_idx = vq->kick_old, new_idx = vq->avail_pub;
@@ -170,12 +181,21 @@ bool virtq_kick_prepare(struct virtq *vq)
 	 * before we read its answer, or both sides see stale values, the
 	 * device goes idle and we skip the kick it needed. */
 	arch_mb();
-	if (vq->unkicked >= 0x10000u)
-		need = true; /* window wider than the index space: always ask */
-	else if (vq->event_idx)
-		need = virtq_need_event(virtq_load16(vq->avail_event), new_idx, old_idx);
-	else
-		need = !(virtq_load16(&vq->used->flags) & VIRTQ_USED_F_NO_NOTIFY);
+	need = virtq_device_asks(vq, new_idx, old_idx);
+	/* Barrier B under an emulator whose fences do not reach the device
+	 * (virtq_enable_cb_after() says why): the answer we read may predate
+	 * our avail->idx store reaching the device, and the device, having
+	 * re-armed and found nothing new, then waits for a kick we skip (the
+	 * TX stall of QEMU 7.2 TCG at high rate). Before trusting a "no", a
+	 * register read serialises us with the device, and we read again.
+	 * A "yes" needs no proof: a kick too many is harmless. */
+	if (!need && vq->sync) {
+		vq->stats.kick_syncs++;
+		vq->sync(vq->sync_ctx);
+		need = virtq_device_asks(vq, new_idx, old_idx);
+		if (need)
+			vq->stats.kick_rescues++;
+	}
 	vq->kick_old = new_idx;
 	vq->unkicked = 0;
 	if (!need)

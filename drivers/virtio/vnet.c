@@ -269,8 +269,9 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 	    virtio_dev_queue_setup(&vn->vd, &vn->txq, VNET_TXQ,
 	                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why, sizeof(why)))
 		return vnet_step_fail(vn, err, errlen, "step 7 (queues)", why);
-	/* Only the halt policies re-arm notifications (barrier D). */
-	if (!VNET_IS_IDLE_POLL && !vnet_fences_reach_device()) {
+	/* Every build decides kicks (barrier B); the halt policies also
+	 * re-arm notifications (barrier D). */
+	if (!vnet_fences_reach_device()) {
 		virtq_set_sync(&vn->rxq, vnet_dev_sync, vn);
 		virtq_set_sync(&vn->txq, vnet_dev_sync, vn);
 	}
@@ -464,6 +465,10 @@ void vnet_counters(const struct vnet *vn, struct vnet_counters *rx, struct vnet_
 	tx->kicks = vn->txq.stats.kicks;
 	tx->kicks_suppressed = vn->txq.stats.kicks_suppressed;
 	tx->device_errors = virtq_faults(&vn->txq);
+	rx->kick_syncs = vn->rxq.stats.kick_syncs;
+	rx->kick_rescues = vn->rxq.stats.kick_rescues;
+	tx->kick_syncs = vn->txq.stats.kick_syncs;
+	tx->kick_rescues = vn->txq.stats.kick_rescues;
 	rx->irqs = virtio_dev_irqs(&vn->vd)[1 + VNET_RXQ];
 	tx->irqs = virtio_dev_irqs(&vn->vd)[1 + VNET_TXQ];
 }
@@ -476,10 +481,12 @@ const char *vnet_irq_mode(const struct vnet *vn)
 static void vnet_print_queue(const char *name, const struct vnet_counters *c)
 {
 	printf("COUNTERS {\"queue\":\"%s\",\"frames\":%llu,\"bytes\":%llu,\"kicks\":%llu,"
-	       "\"kicks_suppressed\":%llu,\"reclaim_calls\":%llu,\"reclaimed\":%llu,"
+	       "\"kicks_suppressed\":%llu,\"kick_syncs\":%llu,\"kick_rescues\":%llu,"
+	       "\"reclaim_calls\":%llu,\"reclaimed\":%llu,"
 	       "\"idle_reclaim_calls\":%llu,\"idle_reclaimed\":%llu,\"reclaim_hist\":[",
 	       name, (unsigned long long)c->frames, (unsigned long long)c->bytes,
 	       (unsigned long long)c->kicks, (unsigned long long)c->kicks_suppressed,
+	       (unsigned long long)c->kick_syncs, (unsigned long long)c->kick_rescues,
 	       (unsigned long long)c->reclaim_calls, (unsigned long long)c->reclaimed,
 	       (unsigned long long)c->idle_reclaim_calls, (unsigned long long)c->idle_reclaimed);
 	for (int i = 0; i < VNET_COUNTER_BUCKETS; i++)

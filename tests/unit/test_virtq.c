@@ -464,6 +464,55 @@ static void test_enable_cb_sync(void)
 	enable_cb_sync_case(false);
 }
 
+/* Barrier B under an emulator (virtq_set_sync()): a "no kick" answer read
+ * before our avail->idx store reached the device may be stale. The
+ * register read serialises us with a device that re-armed meanwhile (here
+ * the sync moves avail_event to where the device found the ring: nothing
+ * new), and the second read asks for the kick. A "yes" needs no read. */
+static uint16_t kick_sync_event;
+static unsigned kick_sync_calls;
+
+static void kick_sync(void *ctx)
+{
+	(void)ctx;
+	kick_sync_calls++;
+	*vq.avail_event = kick_sync_event;
+}
+
+static void test_kick_sync(void)
+{
+	ring_setup(8, true, SIM_MANUAL);
+	virtq_set_sync(&vq, kick_sync, NULL);
+	kick_sync_calls = 0;
+	ring_add(1, 1);
+	virtq_publish(&vq);  /* [0, 1) to decide */
+	*vq.avail_event = 5; /* stale: "not before entry 5" */
+	kick_sync_event = 0; /* the device re-armed having seen nothing */
+	CHECK_EQ(1, virtq_kick_prepare(&vq), "after the read the device asks for the kick");
+	CHECK_EQ(1, kick_sync_calls, "one register read before trusting a no");
+	CHECK_EQ(1, vq.stats.kick_rescues, "the rescued kick counted");
+	CHECK_EQ(0, vq.stats.kicks_suppressed, "a rescued kick is not a suppressed one");
+	ring_add(1, 2);
+	virtq_publish(&vq); /* [1, 2) */
+	*vq.avail_event = 1;
+	CHECK_EQ(1, virtq_kick_prepare(&vq), "the device asks");
+	CHECK_EQ(1, kick_sync_calls, "no read for a yes");
+	ring_add(1, 3);
+	virtq_publish(&vq); /* [2, 3) */
+	*vq.avail_event = 7;
+	kick_sync_event = 7;
+	CHECK_EQ(0, virtq_kick_prepare(&vq), "the device really does not ask");
+	CHECK_EQ(2, vq.stats.kick_syncs, "a read for every no");
+	CHECK_EQ(1, vq.stats.kicks_suppressed, "that no is a suppressed kick");
+	virtq_set_sync(&vq, NULL, NULL);
+	ring_add(1, 4);
+	virtq_publish(&vq); /* [3, 4) */
+	*vq.avail_event = 9;
+	kick_sync_event = 3;
+	CHECK_EQ(0, virtq_kick_prepare(&vq), "without a sync function the no stands");
+	CHECK_EQ(2, kick_sync_calls, "no read without a sync function");
+}
+
 /* More than 2^16 entries published between two decisions: the window
  * aliases, so the ring must ask for a kick rather than trust the formula. */
 static void test_unkicked_window_wrap(void)
@@ -586,6 +635,7 @@ int main(void)
 	RUN(test_enable_cb);
 	RUN(test_enable_cb_after);
 	RUN(test_enable_cb_sync);
+	RUN(test_kick_sync);
 	RUN(test_round_trip);
 	RUN(test_wraparound_event_idx);
 	RUN(test_wraparound_flags);
