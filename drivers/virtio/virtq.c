@@ -276,6 +276,23 @@ void virtq_disable_cb(struct virtq *vq)
 		virtq_store16(&vq->avail->flags, VIRTQ_AVAIL_F_NO_INTERRUPT);
 }
 
+/* RING {...}: both sides' indices as they stand, for an ERROR dump. A
+ * stalled queue reads as one of: published but never kicked (unkicked > 0),
+ * kicked past the device's avail_event yet not taken (avail_event ==
+ * pub: the device saw it all and holds it), or completions we have not
+ * read (dev_used != last_used). */
+void virtq_print_state(const struct virtq *vq, const char *name)
+{
+	printf("RING {\"queue\":\"%s\",\"avail\":%u,\"pub\":%u,\"kick_old\":%u,\"unkicked\":%u,"
+	       "\"last_used\":%u,\"dev_used\":%u,\"avail_event\":%u,\"used_event\":%u,"
+	       "\"used_flags\":%u,\"avail_flags\":%u,\"free\":%u,\"broken\":%d}\n",
+	       name, vq->avail_idx, vq->avail_pub, vq->kick_old, (unsigned)vq->unkicked,
+	       vq->last_used, virtq_load16(&vq->used->idx),
+	       vq->event_idx ? virtq_load16(vq->avail_event) : 0,
+	       vq->event_idx ? virtq_load16(vq->used_event) : 0, virtq_load16(&vq->used->flags),
+	       virtq_load16(&vq->avail->flags), vq->num_free, vq->broken);
+}
+
 void virtq_notify(struct virtq *vq)
 {
 	vq->stats.kicks++;

@@ -106,6 +106,7 @@ void virtq_set_sync(struct virtq *vq, virtq_sync_fn fn, void *ctx);
 void virtq_disable_cb(struct virtq *vq);
 int virtq_get_used(struct virtq *vq, void **token, uint32_t *len);
 bool virtq_need_event(uint16_t event, uint16_t new_idx, uint16_t old_idx);
+void virtq_print_state(const struct virtq *vq, const char *name); /* RING {...} */
 const char *virtq_fault_name(enum virtq_fault f);
 uint64_t virtq_faults(const struct virtq *vq);
 

@@ -508,3 +508,9 @@ void vnet_print_counters(const struct vnet *vn)
 	vnet_print_queue("rx", &rx);
 	vnet_idle_print(vn);
 }
+
+void vnet_print_rings(const struct vnet *vn)
+{
+	virtq_print_state(&vn->txq, "tx");
+	virtq_print_state(&vn->rxq, "rx");
+}
