@@ -12,6 +12,8 @@
 #     --cpu MODEL         QEMU CPU model (default: per accelerator, see below)
 #     --net user|tap:IF|none  NIC backend: slirp, an existing tap, or no NIC
 #     --vhost             with tap: vhost=on (needs /dev/vhost-net)
+#     --packed            offer the packed virtqueue layout (packed=on, virtio 1.2
+#                         2.8): what RING=packed builds need; split builds ignore it
 #     --mem MIB           guest memory (default 512)
 #     --timeout SEC       hard limit for the whole boot (default 60)
 #
@@ -42,6 +44,7 @@ machine=pc
 accel=auto
 net=user
 vhost=0
+packed=0
 mem=512
 tmo=60
 cpu_model=
@@ -67,6 +70,7 @@ while [ $# -gt 0 ]; do
 	--accel) accel=$2; shift 2 ;;
 	--net) net=$2; shift 2 ;;
 	--vhost) vhost=1; shift ;;
+	--packed) packed=1; shift ;;
 	--mem) mem=$2; shift 2 ;;
 	--cpu) cpu_model=$2; shift 2 ;;
 	--timeout) tmo=$2; shift 2 ;;
@@ -123,6 +127,7 @@ fi
 # The NIC: modern-only virtio-net-pci (1af4:1041), so the driver can only
 # use the virtio 1.x transport; no option ROM (we never boot from it).
 nic="virtio-net-pci,netdev=n0,disable-legacy=on,romfile="
+[ "$packed" = 1 ] && nic="$nic,packed=on"
 case "$net" in
 none) ;;
 user) args+=(-netdev user,id=n0 -device "$nic") ;;

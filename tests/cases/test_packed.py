@@ -7,6 +7,7 @@ TCP RR against sockperf with every transaction answered and no device
 fault; a packed build on a device without packed=on refuses to start."""
 
 import json
+import re
 import subprocess
 import time
 
@@ -130,3 +131,32 @@ def test_split_build_on_packed_device(t):
         r = json_line(g, "RESULT")
         if r["transactions"] <= 0 or r["lost"] or r["errors"] or "ring=" in r["variant"]:
             raise Fail(f"split build on a packed=on device: {r}")
+
+
+def test_make_run_ring_packed(t):
+    """`make run RING=packed` (host/run.sh with RING=packed in its
+    environment) boots a packed build on a packed=on device: both RESULT
+    lines name ring=packed and RING_PACKED is negotiated. Without
+    RING=packed the same kernel cannot start (test above)."""
+    name = packed_variants()[0]
+    env = dict(os.environ, TEST="tcp_rr,tcp_stream", DURATION="1", WARMUP="0", RING="packed",
+               KERNEL=kernel(name))
+    r = subprocess.run(["bash", os.path.join(TOP, "host", "run.sh")], env=env, capture_output=True, text=True,
+                       timeout=150)
+    out = r.stdout
+    if r.returncode != 0:
+        raise Fail(f"RING=packed host/run.sh exited {r.returncode}: {out[-800:]}{r.stderr[-800:]}")
+    for test in ("tcp_rr", "tcp_stream"):
+        m = re.search(r'^RESULT (\{"test":"' + test + r'".*\})$', out, re.M)
+        if not m:
+            raise Fail(f"RING=packed host/run.sh printed no {test} RESULT line: {out[-800:]}")
+        res = json.loads(m.group(1))
+        # RING_PACKED is feature bit 34 (virtio 1.2 6).
+        if not res["variant"].endswith(",ring=packed") or not int(res["features"], 16) >> 34 & 1:
+            raise Fail(f"{test}: expected a packed variant with RING_PACKED negotiated: {res['variant']} "
+                       f"features {res['features']}")
+    r = subprocess.run(["bash", os.path.join(TOP, "host", "run.sh")], env=dict(env, RING="spilt"),
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 2 or "RING must be split or packed" not in r.stderr:
+        raise Fail(f"RING=spilt: expected exit 2 naming the choices, got {r.returncode}: {r.stderr[-300:]}")
+    print(f"    make run RING=packed ({name}): tcp_rr and tcp_stream RESULT lines with ring=packed (TCG, tap)")
