@@ -103,7 +103,9 @@ VARIANT_CFLAGS += $(if $(RECLAIM_K),-DVNET_RECLAIM_K=$(RECLAIM_K)) \
 	$(if $(KICK_TIMER_US),-DVNET_KICK_TIMER_US=$(KICK_TIMER_US)) \
 	$(if $(QUEUE_MAX),-DVIRTQ_MAX_SIZE=$(QUEUE_MAX)) \
 	$(if $(IDLE_POLL_US),-DVNET_IDLE_POLL_US=$(IDLE_POLL_US)) \
-	$(if $(IDLE_HALT_MAX_US),-DVNET_IDLE_HALT_MAX_US=$(IDLE_HALT_MAX_US))
+	$(if $(IDLE_HALT_MAX_US),-DVNET_IDLE_HALT_MAX_US=$(IDLE_HALT_MAX_US)) \
+	$(if $(RX_COALESCE),-DVNET_RX_COALESCE=$(RX_COALESCE)) \
+	$(if $(RX_COALESCE_US),-DVNET_RX_COALESCE_US=$(RX_COALESCE_US))
 VARIANT_CFLAGS := $(strip $(VARIANT_CFLAGS))
 CFLAGS += $(VARIANT_CFLAGS)
 
@@ -129,6 +131,7 @@ variant_flags = -DVNET_TX_RECLAIM=VNET_RECLAIM_$(VARIANT_UC_$(call variant_word,
 	$(if $(filter nd,$(subst -, ,$(1))),-DVNET_NOTIFICATION_DATA=1) \
 	$(foreach i,halt adaptive,$(if $(filter idle_$(i),$(subst -, ,$(1))),-DVNET_IDLE=VNET_IDLE_$(VARIANT_UC_idle_$(i)))) \
 	$(if $(filter relax_pause,$(subst -, ,$(1))),-DVNET_RELAX_PAUSE=1) \
+	$(foreach w,$(filter rxc%,$(subst -, ,$(1))),-DVNET_RX_COALESCE=$(patsubst rxc%,%,$(w))) \
 	$(if $(call variant_packed,$(1)),-DVNET_RING=VNET_RING_PACKED)
 variant_packed = $(filter packed,$(subst -, ,$(1)))
 
@@ -143,7 +146,8 @@ variant_illegal = $(or $(and $(findstring -every-,$(1)),$(findstring -batched-,$
 # policy x each TX_KICK, and the pause relax.
 VARIANT_IDLE_LINKED := $(foreach i,halt adaptive,$(foreach k,$(VARIANT_KICKS),\
 	base-$(k)-ei1-eager-inline-zc1-idle_$(i))) base-every-ei0-eager-inline-zc1-idle_halt \
-	base-every-ei1-eager-inline-zc1-relax_pause base-every-ei1-eager-inline-zc1-idle_adaptive-relax_pause
+	base-every-ei1-eager-inline-zc1-relax_pause base-every-ei1-eager-inline-zc1-idle_adaptive-relax_pause \
+	base-every-ei1-eager-inline-zc1-idle_halt-rxc64 base-burst-ei1-eager-inline-zc1-idle_adaptive-rxc64
 # Linked for the packed-ring tests (tests/cases/test_packed.py): each
 # TX_KICK, the flag protocol (no EVENT_IDX), and a halting build.
 VARIANT_PACKED_LINKED := $(foreach k,$(VARIANT_KICKS),base-$(k)-ei1-eager-inline-zc1-packed) \
@@ -157,7 +161,8 @@ VARIANT_PACKED_LEGAL := $(foreach r,$(VARIANT_RECLAIMS),$(foreach k,$(VARIANT_KI
 	$(foreach o,none csum tso,base-every-ei1-eager-inline-zc1-off_$(o)-packed) \
 	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd-packed \
 	$(foreach i,halt adaptive,$(foreach k,$(VARIANT_KICKS),base-$(k)-ei1-eager-inline-zc1-idle_$(i)-packed)) \
-	base-every-ei0-eager-inline-zc1-idle_halt-packed
+	base-every-ei0-eager-inline-zc1-idle_halt-packed \
+	base-every-ei1-eager-inline-zc1-idle_halt-rxc64-packed base-burst-ei1-eager-inline-zc1-idle_adaptive-rxc16-packed
 VARIANT_LEGAL := $(VARIANT_PACKED_LEGAL) $(foreach v,$(VARIANT_CROSS),$(if $(call variant_illegal,$(v)),,$(v))) \
 	$(foreach o,none csum tso,$(foreach k,$(VARIANT_KICKS),base-$(k)-ei1-eager-inline-zc1-off_$(o))) \
 	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd poll-burst-ei0-batched-chain-zc0-off_none-mrg-nd \

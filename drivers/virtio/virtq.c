@@ -187,9 +187,23 @@ bool virtq_kick_prepare(struct virtq *vq)
  */
 bool virtq_enable_cb(struct virtq *vq)
 {
+	return virtq_enable_cb_after(vq, 1);
+}
+
+/*
+ * The same, but with EVENT_IDX the interrupt comes only once k more used
+ * entries are there (used_event = last_used + k - 1, 2.7.10): interrupt
+ * moderation by count (Linux virtqueue_enable_cb_delayed() picks k itself).
+ * True when k entries are already waiting. Without EVENT_IDX the device
+ * cannot count for us: k is taken as 1.
+ */
+bool virtq_enable_cb_after(struct virtq *vq, uint16_t k)
+{
 	vq->stats.cb_enables++;
+	if (!vq->event_idx || k == 0)
+		k = 1;
 	if (vq->event_idx)
-		virtq_store16(vq->used_event, vq->last_used);
+		virtq_store16(vq->used_event, (uint16_t)(vq->last_used + k - 1));
 	else
 		virtq_store16(&vq->avail->flags, 0);
 	/* Barrier D (pairs with the device's full barrier between its used->idx
@@ -198,7 +212,7 @@ bool virtq_enable_cb(struct virtq *vq)
 	 * between, reads the stale request, stays silent, and we halt on a
 	 * completion nobody announces (a lost wake-up). */
 	arch_mb();
-	return virtq_used_pending(vq);
+	return virtq_used_count(vq) >= k;
 }
 
 /* Back to polling: suppress interrupts again. With EVENT_IDX, point
@@ -216,6 +230,12 @@ void virtq_disable_cb(struct virtq *vq)
 bool virtq_used_pending(const struct virtq *vq)
 {
 	return virtq_load16(&vq->used->idx) != vq->last_used;
+}
+
+/* How many used entries are waiting (used->idx). */
+uint16_t virtq_used_count(const struct virtq *vq)
+{
+	return (uint16_t)(virtq_load16(&vq->used->idx) - vq->last_used);
 }
 
 void virtq_notify(struct virtq *vq)

@@ -125,11 +125,14 @@ void virtq_publish(struct virtq *vq);
 bool virtq_kick_prepare(struct virtq *vq);
 void virtq_notify(struct virtq *vq);
 bool virtq_enable_cb(struct virtq *vq); /* true: completions already waiting, do not wait */
+bool virtq_enable_cb_after(struct virtq *vq, uint16_t k);
 void virtq_disable_cb(struct virtq *vq);
 int virtq_get_used(struct virtq *vq, void **token, uint32_t *len);
 /* The device has completed chains we have not taken back, or broke a rule
  * that virtq_get_used() will report (reads shared memory). */
 bool virtq_used_pending(const struct virtq *vq);
+/* How many used buffers are waiting (reads shared memory). */
+uint16_t virtq_used_count(const struct virtq *vq);
 
 /* 2.7.10 (split) and 2.8.10 (packed, on ring positions): the other side
  * wants a notification when its event index lies in [old, new) of the

@@ -343,19 +343,80 @@ bool virtq_used_pending(const struct virtq *vq)
  */
 bool virtq_enable_cb(struct virtq *vq)
 {
+	return virtq_enable_cb_after(vq, 1);
+}
+
+/*
+ * How many used buffers are waiting: walk them from the used position,
+ * each used descriptor standing for its whole chain (2.8.7: the device
+ * skips the chain's length). Stops at the first descriptor not used in
+ * this lap or not naming a buffer in flight (virtq_get_used() reports
+ * that one); bounded by the chains in flight.
+ */
+uint16_t virtq_used_count(const struct virtq *vq)
+{
+	uint16_t pos = vq->used_pos, n = 0;
+	bool wrap = vq->used_wrap;
+
+	while (n < vq->chains) {
+		uint16_t flags = virtq_load16(&vq->pdesc[pos].flags), id;
+
+		if (!(flags & VIRTQ_DESC_F_AVAIL) != !wrap || !(flags & VIRTQ_DESC_F_USED) != !wrap)
+			break;
+		/* Barrier C, as in virtq_get_used(): the id after the flags. */
+		arch_rmb();
+		id = virtq_load16(&vq->pdesc[pos].id);
+		if (id >= vq->size || vq->chain_len[id] == 0)
+			break;
+		n++;
+		pos = (uint16_t)(pos + vq->chain_len[id]);
+		if (pos >= vq->size) {
+			pos = (uint16_t)(pos - vq->size);
+			wrap = !wrap;
+		}
+	}
+	return n;
+}
+
+/*
+ * The same, but with EVENT_IDX the interrupt comes once the device's used
+ * position passes used_pos + k - 1 (a DESC event k - 1 descriptors on,
+ * 2.8.10): every used buffer advances it by at least one descriptor, so
+ * that is at or before the k-th completion, never after it (an early
+ * interrupt only makes the caller look again). True when k are already
+ * waiting. Without EVENT_IDX (ENABLE) k is taken as 1.
+ */
+bool virtq_enable_cb_after(struct virtq *vq, uint16_t k)
+{
 	vq->stats.cb_enables++;
-	if (vq->event_idx)
-		virtq_driver_event(vq, virtq_off_wrap(vq->used_pos, vq->used_wrap),
-		                   VIRTQ_EVENT_F_DESC);
-	else
+	if (!vq->event_idx || k == 0)
+		k = 1;
+	if (k > vq->size)
+		k = vq->size;
+	if (vq->event_idx) {
+		uint32_t pos = vq->used_pos + (uint32_t)k - 1u;
+		bool wrap = vq->used_wrap;
+
+		if (pos >= vq->size) {
+			pos -= vq->size;
+			wrap = !wrap;
+		}
+		virtq_driver_event(vq, virtq_off_wrap((uint16_t)pos, wrap), VIRTQ_EVENT_F_DESC);
+	} else {
 		virtq_driver_event(vq, 0, VIRTQ_EVENT_F_ENABLE);
+	}
 	/* Barrier D (pairs with the device's full barrier between marking a
 	 * descriptor used and reading the Driver Area): our request must be
 	 * visible before we re-read the used position, or the device marks
 	 * a buffer used in between, reads the stale DISABLE, stays silent,
 	 * and we halt on a completion nobody announces (a lost wake-up). */
 	arch_mb();
-	return virtq_used_pending(vq);
+	if (k == 1)
+		return virtq_used_pending(vq);
+	/* A descriptor virtq_used_count() stopped at without counting it is
+	 * a fault for virtq_get_used() to report: do not wait either. */
+	uint16_t n = virtq_used_count(vq);
+	return n >= k || (n == 0 && virtq_used_pending(vq));
 }
 
 /* Back to polling: DISABLE is honoured with or without EVENT_IDX. */

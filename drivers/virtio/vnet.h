@@ -128,15 +128,18 @@ struct vnet_counters {
 /* The idle policy's counters (vnet_idle_counters()); all 0 but polls and
  * idle_polls under IDLE=poll. */
 struct vnet_idle_stats {
-	uint64_t polls;        /* main-loop passes (vnet_idle() calls) */
-	uint64_t idle_polls;   /* ... that found no work */
-	uint64_t halts;        /* HLTs */
-	uint64_t halted_ns;    /* time in them */
-	uint64_t timer_wakes;  /* halts the timer ended */
-	uint64_t lost_wakeups; /* ... with a frame waiting and no interrupt for it */
-	uint64_t arm_races;    /* halts given up: work appeared while re-arming */
-	uint64_t irq_cfg;      /* configuration-change interrupts */
-	uint64_t irq_other;    /* INTx with ISR status 0, unexpected or spurious vectors */
+	uint64_t polls;         /* main-loop passes (vnet_idle() calls) */
+	uint64_t idle_polls;    /* ... that found no work */
+	uint64_t halts;         /* HLTs */
+	uint64_t halted_ns;     /* time in them */
+	uint64_t timer_wakes;   /* halts the timer ended */
+	uint64_t lost_wakeups;  /* ... with a frame waiting and no interrupt for it */
+	uint64_t arm_races;     /* halts given up: work appeared while re-arming */
+	uint64_t coal_halts;    /* halts that asked for k > 1 RX entries (RX_COALESCE) */
+	uint64_t coal_timeouts; /* ... that the VNET_RX_COALESCE_US bound ended */
+	uint16_t coal_k;        /* the current k (1 without RX_COALESCE) */
+	uint64_t irq_cfg;       /* configuration-change interrupts */
+	uint64_t irq_other;     /* INTx with ISR status 0, unexpected or spurious vectors */
 };
 
 typedef void (*vnet_tx_done_fn)(void *arg, void *cookie);

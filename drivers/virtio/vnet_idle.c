@@ -27,12 +27,15 @@
 
 const char *vnet_idle_policy(void)
 {
-	static char buf[40];
+	static char buf[64];
 
 	if (VNET_IS_IDLE_ADAPTIVE)
 		snprintf(buf, sizeof(buf), "adaptive:%dus", VNET_IDLE_POLL_US);
 	else
 		snprintf(buf, sizeof(buf), "%s", VNET_IS_IDLE_POLL ? "poll" : "halt");
+	if (VNET_RX_COALESCE > 1)
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), ",rx_coalesce=%d:%dus",
+		         VNET_RX_COALESCE, VNET_RX_COALESCE_US);
 	if (VNET_RELAX_PAUSE)
 		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), ",relax=pause");
 	return buf;
@@ -59,8 +62,40 @@ static uint64_t vnet_idle_irqs(const struct vnet *vn)
 	return n;
 }
 
+/* RX_COALESCE: how many used RX entries the next halt waits for. */
+static uint16_t vnet_idle_rx_k(struct vnet *vn)
+{
+	uint16_t k = vn->idle.coal_k ? vn->idle.coal_k : 1;
+	uint16_t cap = (uint16_t)(virtq_chains_published(&vn->rxq) / 2);
+
+	if (VNET_RX_COALESCE == 1 || !vn->rxq.event_idx)
+		return 1;
+	/* Waiting for more than half of what is posted could starve the
+	 * device (and the TCP sender behind it) until the bound. */
+	if (k > cap)
+		k = cap ? cap : 1;
+	return k;
+}
+
+/* After a wait for k entries found `got` waiting: grow k while wake-ups
+ * cannot keep up, shrink it to the arrival count when the bound ended the
+ * wait first. */
+static void vnet_idle_rx_adapt(struct vnet *vn, uint16_t k, uint16_t got, bool bound_hit)
+{
+	uint16_t next = k;
+
+	/* (k stays 1 where vnet_idle_rx_k() says so: it is the one gate.) */
+	if (bound_hit && got < k)
+		next = got ? got : 1;
+	else if (got >= 2u * k)
+		next = (uint16_t)(2u * k > VNET_RX_COALESCE ? VNET_RX_COALESCE : 2u * k);
+	vn->idle.coal_k = next;
+}
+
 static void vnet_idle_halt(struct vnet *vn, uint64_t now, vnet_deadline_fn deadline, void *arg)
 {
+	uint16_t rx_k = vnet_idle_rx_k(vn);
+	bool bound_hit = false;
 	uint64_t until = now + VNET_IDLE_HALT_MAX_US * 1000ull;
 	uint64_t deadline_ns;
 	bool tx_arm;
@@ -80,11 +115,18 @@ static void vnet_idle_halt(struct vnet *vn, uint64_t now, vnet_deadline_fn deadl
 	if (VNET_IS_KICK_TIMER && vn->tx_holding &&
 	    vn->tx_hold_since + VNET_KICK_TIMER_US * 1000ull < until)
 		until = vn->tx_hold_since + VNET_KICK_TIMER_US * 1000ull;
+	/* RX_COALESCE: waiting for k > 1 entries delays the first by at most
+	 * the bound. */
+	if (rx_k > 1 && now + VNET_RX_COALESCE_US * 1000ull < until) {
+		until = now + VNET_RX_COALESCE_US * 1000ull;
+		bound_hit = true; /* if the timer is what ends this halt */
+	}
 	/* 2. */
 	tx_arm = vnet_idle_tx_waits(vn);
-	if (virtq_enable_cb(&vn->rxq) || (tx_arm && virtq_enable_cb(&vn->txq)) ||
+	if (virtq_enable_cb_after(&vn->rxq, rx_k) || (tx_arm && virtq_enable_cb(&vn->txq)) ||
 	    vn->vp.config_changed) {
 		vn->idle.arm_races++;
+		bound_hit = false;
 	} else {
 		/* 3. */
 		uint64_t timer = halt_stats()->timer_wakes, halts = halt_stats()->halts;
@@ -92,12 +134,18 @@ static void vnet_idle_halt(struct vnet *vn, uint64_t now, vnet_deadline_fn deadl
 
 		vn->idle.halted_ns += halt_until(until);
 		vn->idle.halts += halt_stats()->halts - halts; /* 0 if the deadline had passed */
+		if (rx_k > 1)
+			vn->idle.coal_halts++;
+		if (halt_stats()->timer_wakes == timer)
+			bound_hit = false;
+		else if (bound_hit && virtq_used_count(&vn->rxq) < rx_k)
+			vn->idle.coal_timeouts++;
 		if (halt_stats()->timer_wakes != timer) {
 			vn->idle.timer_wakes++;
 			/* The timer ended the halt, no device interrupt came, yet
 			 * a frame is waiting: its interrupt was lost (or is still
 			 * on its way: give a latched one a chance first). */
-			if (vnet_idle_irqs(vn) == irqs && virtq_used_pending(&vn->rxq)) {
+			if (vnet_idle_irqs(vn) == irqs && virtq_used_count(&vn->rxq) >= rx_k) {
 				halt_let_pending_in();
 				if (vnet_idle_irqs(vn) == irqs)
 					vn->idle.lost_wakeups++;
@@ -105,6 +153,7 @@ static void vnet_idle_halt(struct vnet *vn, uint64_t now, vnet_deadline_fn deadl
 		}
 	}
 	/* 4. */
+	vnet_idle_rx_adapt(vn, rx_k, virtq_used_count(&vn->rxq), bound_hit);
 	virtq_disable_cb(&vn->rxq);
 	if (tx_arm)
 		virtq_disable_cb(&vn->txq);
@@ -151,13 +200,14 @@ void vnet_idle_print(const struct vnet *vn)
 	vnet_idle_counters(vn, &s);
 	printf("IDLE {\"policy\":\"%s\",\"irq_mode\":\"%s\",\"polls\":%llu,\"idle_polls\":%llu,"
 	       "\"halts\":%llu,\"halted_us\":%llu,\"timer_wakes\":%llu,\"lost_wakeups\":%llu,"
-	       "\"arm_races\":%llu,"
+	       "\"arm_races\":%llu,\"coal_halts\":%llu,\"coal_timeouts\":%llu,\"coal_k\":%u,"
 	       "\"irqs_rx\":%llu,\"irqs_tx\":%llu,\"irqs_cfg\":%llu,\"irqs_other\":%llu}\n",
 	       vnet_idle_policy(), vnet_irq_mode(vn), (unsigned long long)s.polls,
 	       (unsigned long long)s.idle_polls, (unsigned long long)s.halts,
 	       (unsigned long long)(s.halted_ns / 1000), (unsigned long long)s.timer_wakes,
 	       (unsigned long long)s.lost_wakeups, (unsigned long long)s.arm_races,
-	       (unsigned long long)vn->vp.irqs[1 + VNET_RXQ],
+	       (unsigned long long)s.coal_halts, (unsigned long long)s.coal_timeouts,
+	       (unsigned)(s.coal_k ? s.coal_k : 1), (unsigned long long)vn->vp.irqs[1 + VNET_RXQ],
 	       (unsigned long long)vn->vp.irqs[1 + VNET_TXQ], (unsigned long long)s.irq_cfg,
 	       (unsigned long long)s.irq_other);
 }

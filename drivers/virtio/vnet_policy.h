@@ -255,6 +255,28 @@
 #error "VNET_IDLE_HALT_MAX_US must be in 10..1000000"
 #endif
 
+/* ---- RX_COALESCE: RX interrupt moderation for the halt policies ----
+ * 1 (default): before halting ask for an interrupt on the next used RX
+ * entry. N > 1 (needs EVENT_IDX): ask for it only after k entries
+ * (used_event = last_used + k - 1, virtio 1.x 2.7.10), where k adapts
+ * between 1 and N: it doubles while each wake finds at least 2k entries
+ * waiting (a stream outruns the wake-ups), falls back to what came when
+ * the wait ran into VNET_RX_COALESCE_US (the bound on the extra delay),
+ * and never exceeds half the RX buffers posted. An RR exchange (one frame
+ * per wake) keeps k = 1. ---- */
+#ifndef VNET_RX_COALESCE
+#define VNET_RX_COALESCE 1
+#endif
+#if VNET_RX_COALESCE < 1 || VNET_RX_COALESCE > 1024
+#error "VNET_RX_COALESCE must be in 1..1024 (used entries per RX interrupt at most)"
+#endif
+#ifndef VNET_RX_COALESCE_US
+#define VNET_RX_COALESCE_US 100
+#endif
+#if VNET_RX_COALESCE_US < 1 || VNET_RX_COALESCE_US > 100000
+#error "VNET_RX_COALESCE_US must be in 1..100000"
+#endif
+
 /* ---- RELAX: what an idle poll pass costs: nothing (0) or a `pause` (1).
  * Under TCG a pause is ~20-25 us per round trip; under KVM a spinning
  * pause loop can cause pause-loop exits. ---- */

@@ -58,6 +58,8 @@ def check_halted(name, idle, what):
             raise Fail(f"{name} {what}: expected halts and RX interrupts, IDLE says {idle}")
         if idle["lost_wakeups"]:
             raise Fail(f"{name} {what}: {idle['lost_wakeups']} lost wake-ups: {idle}")
+        if "-rxc" in name and idle["coal_halts"] == 0:
+            raise Fail(f"{name} {what}: RX_COALESCE build never waited for more than one frame: {idle}")
     elif idle["halts"] or idle["irqs_rx"] or idle["irq_mode"] != "none":
         raise Fail(f"{name} {what}: a polling build halted or took interrupts: {idle}")
 

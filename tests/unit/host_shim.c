@@ -62,6 +62,7 @@ void prof_pop(void)
  * play the device (shim_halt_hook) as if it ran during the halt. */
 void (*shim_halt_hook)(void);
 uint64_t shim_halts;
+bool shim_halt_woken;
 static struct halt_stats shim_halt_st;
 
 int halt_init(char *err, size_t errlen)
@@ -79,10 +80,15 @@ uint64_t halt_until(uint64_t deadline_ns)
 		return 0; /* as kernel/halt.c: a passed deadline is no halt */
 	shim_halts++;
 	shim_halt_st.halts++;
+	shim_halt_woken = false;
 	if (shim_halt_hook)
 		shim_halt_hook();
-	if (deadline_ns > shim_now_ns)
+	if (shim_halt_woken && deadline_ns > shim_now_ns + 1000)
+		shim_now_ns += 1000;
+	else if (deadline_ns > shim_now_ns) {
 		shim_now_ns = deadline_ns;
+		shim_halt_st.timer_wakes++;
+	}
 	shim_halt_st.halted_ns += shim_now_ns - t0;
 	return shim_now_ns - t0;
 }

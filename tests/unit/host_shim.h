@@ -6,13 +6,17 @@
 #ifndef VNETLAB_HOST_SHIM_H
 #define VNETLAB_HOST_SHIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 extern uint64_t shim_now_ns;
-extern uint64_t shim_clock_step;
+extern uint64_t shim_clock_step;     /* added at every clock_ns() (0: time moves only by hand) */
 extern void (*shim_halt_hook)(void); /* runs inside halt_until(): the device during a halt */
-extern uint64_t shim_halts;          /* added at every clock_ns() (0: time moves only by hand) */
+extern uint64_t shim_halts;          /* halt_until() calls that halted */
+/* Set by a halt hook when the device it played raised an interrupt: the
+ * halt then ends 1 us later, not at its deadline, and is no timer wake. */
+extern bool shim_halt_woken;
 void *shim_alloc(size_t size, size_t align);
 void shim_reset(void);
 

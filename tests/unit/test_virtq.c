@@ -346,6 +346,56 @@ static void test_enable_cb(void)
 	enable_cb_case(false);
 }
 
+/* Interrupt moderation by count (2.7.10): enable_cb_after(k) with EVENT_IDX
+ * gets no interrupt for the first k-1 completions and exactly one on the
+ * k-th; with k already waiting it says "do not halt". Without EVENT_IDX
+ * the first completion interrupts whatever k says. */
+static void enable_cb_after_case(bool event_idx)
+{
+	void *tok;
+	uint32_t len;
+	uint64_t base;
+
+	ring_setup(16, event_idx, SIM_MANUAL);
+	for (int i = 0; i < 12; i++)
+		ring_add(1, 1 + i);
+	virtq_publish(&vq);
+	ring_kick();
+	sim_consume(dq, 12);
+	virtq_disable_cb(&vq);
+	base = dq->interrupts;
+	CHECK_EQ(0, virtq_enable_cb_after(&vq, 4), "armed for 4, nothing waiting");
+	if (event_idx)
+		CHECK_EQ((uint16_t)(vq.last_used + 3), *vq.used_event,
+		         "used_event = last_used + k - 1");
+	for (int i = 1; i <= 4; i++) {
+		sim_complete(dq, 1);
+		if (event_idx)
+			CHECK_EQ(base + (i == 4), dq->interrupts,
+			         i < 4 ? "no interrupt before the k-th completion"
+			               : "one interrupt on the k-th completion");
+		else if (i == 1)
+			CHECK_EQ(base + 1, dq->interrupts,
+			         "no EVENT_IDX: the first completion interrupts");
+	}
+	virtq_disable_cb(&vq);
+	/* 4 waiting: arming for 4 or fewer must not halt, for 5 may. */
+	CHECK_EQ(1, virtq_enable_cb_after(&vq, 4), "k completions waiting: do not halt");
+	CHECK_EQ(event_idx ? 0 : 1, virtq_enable_cb_after(&vq, 5),
+	         event_idx ? "fewer than k waiting: halt" : "no EVENT_IDX: k is 1");
+	CHECK_EQ(1, virtq_enable_cb_after(&vq, 0), "k = 0 is taken as 1");
+	virtq_disable_cb(&vq);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(1, virtq_get_used(&vq, &tok, &len), "take them");
+	CHECK_EQ(0, sim_lost_wakeup(dq), "no lost wakeup");
+}
+
+static void test_enable_cb_after(void)
+{
+	enable_cb_after_case(true);
+	enable_cb_after_case(false);
+}
+
 /* More than 2^16 entries published between two decisions: the window
  * aliases, so the ring must ask for a kick rather than trust the formula. */
 static void test_unkicked_window_wrap(void)
@@ -466,6 +516,7 @@ int main(void)
 	printf("test_virtq (VIRTQ_MAX_SIZE=%d)\n", VIRTQ_MAX_SIZE);
 	RUN(test_need_event_reference);
 	RUN(test_enable_cb);
+	RUN(test_enable_cb_after);
 	RUN(test_round_trip);
 	RUN(test_wraparound_event_idx);
 	RUN(test_wraparound_flags);

@@ -1369,6 +1369,125 @@ static void test_idle_policy(void)
 	shim_halt_hook = NULL;
 }
 
+/* ---- RX interrupt moderation (RX_COALESCE, vnet_idle.c) ---- */
+
+#define COAL_STREAM ~0u         /* coal_inject: twice what the driver armed for */
+static unsigned coal_inject;    /* frames the device delivers during the next halt */
+static unsigned coal_armed_k;   /* the k the driver armed for, seen while halted */
+static unsigned coal_first_irq; /* 1-based frame that raised the first interrupt, 0: none */
+static unsigned coal_posted;    /* RX chains the device could complete at that time */
+
+static void coal_hook(void)
+{
+	uint8_t frame[64] = {0};
+	uint64_t irqs = rxd->interrupts;
+
+	coal_armed_k =
+	    vn->rxq.event_idx ? (uint16_t)(*vn->rxq.used_event - vn->rxq.last_used + 1) : 1;
+	coal_posted = virtq_chains_published(&vn->rxq);
+	coal_first_irq = 0;
+	if (coal_inject == COAL_STREAM)
+		coal_inject = 2 * coal_armed_k;
+	for (unsigned i = 1; i <= coal_inject; i++) {
+		CHECK(sim_rx_inject(frame, sizeof(frame)), "device delivers while we halt");
+		if (!coal_first_irq && rxd->interrupts != irqs)
+			coal_first_irq = i;
+	}
+	shim_halt_woken = coal_first_irq != 0;
+}
+
+/* Idle passes until one halts (adaptive polls its budget first); returns
+ * the ns that halt took. */
+static uint64_t coal_halt(unsigned inject)
+{
+	uint64_t halts = shim_halts, dt = 0;
+
+	coal_inject = inject;
+	for (int i = 0; i < 4 && shim_halts == halts; i++) {
+		dt = idle_pass();
+		if (VNET_IS_IDLE_ADAPTIVE && shim_halts == halts)
+			shim_now_ns += VNET_IDLE_POLL_US * 1000ull;
+	}
+	CHECK_EQ(halts + 1, shim_halts, "the idle pass halted");
+	return dt;
+}
+
+/* Take every waiting frame, give the buffers back, re-post them. */
+static void coal_drain(void)
+{
+	struct vnet_rx got;
+
+	for (int round = 0; round < 16; round++) {
+		while (vnet_rx(vn, &got) == 1)
+			for (unsigned b = 0; b < got.nbufs; b++)
+				vnet_rx_release(vn, got.buf[b].handle);
+		vnet_poll(vn);
+		if (!virtq_used_pending(&vn->rxq))
+			break;
+	}
+	CHECK(!virtq_used_pending(&vn->rxq), "every frame taken");
+}
+
+static void test_rx_coalesce(void)
+{
+	struct vnet_idle_stats st;
+	unsigned k = 1, steps = 0, moderated = 0;
+	uint64_t dt;
+
+	if (VNET_IS_IDLE_POLL || !dev_open(SIM_MANUAL))
+		return;
+	shim_halt_hook = coal_hook;
+	idle_deadline_ns = 0;
+	vnet_poll(vn);
+	vnet_idle(vn, idle_deadline, NULL);
+	coal_halt(0);
+	CHECK_EQ(1, coal_armed_k, "first halt: an interrupt on the next frame");
+	/* A stream: each wake finds 2k frames waiting; k doubles up to the cap
+	 * (RX_COALESCE, or half the posted buffers). */
+	for (steps = 0; steps < 16; steps++) {
+		coal_halt(COAL_STREAM);
+		if (VNET_RX_COALESCE == 1 || !vn->rxq.event_idx) {
+			CHECK_EQ(1, coal_armed_k, "no RX_COALESCE (or no EVENT_IDX): k stays 1");
+			CHECK_EQ(1, coal_first_irq, "the first frame interrupts");
+		} else {
+			unsigned want = k < coal_posted / 2 ? k : coal_posted / 2;
+
+			CHECK_EQ(want, coal_armed_k,
+			         "armed for the k the last wake asked for (capped)");
+			CHECK_EQ(coal_armed_k, coal_first_irq,
+			         "no interrupt before the k-th frame, one on it");
+		}
+		moderated += coal_armed_k > 1;
+		coal_drain();
+		if (coal_armed_k >= VNET_RX_COALESCE || (!vn->rxq.event_idx && steps >= 3))
+			break;
+		k = 2 * coal_armed_k > VNET_RX_COALESCE ? VNET_RX_COALESCE : 2 * coal_armed_k;
+	}
+	vnet_idle_counters(vn, &st);
+	if (VNET_RX_COALESCE == 1 || !vn->rxq.event_idx) {
+		CHECK_EQ(0, st.coal_halts, "no moderated halts");
+		shim_halt_hook = NULL;
+		return;
+	}
+	CHECK(k > 1, "k grew");
+	CHECK_EQ(moderated, st.coal_halts, "moderated halts counted");
+	/* The stream stops: one frame comes, the bound ends the wait, and the
+	 * next halt is back to an interrupt on the next frame. */
+	dt = coal_halt(1);
+	CHECK_EQ(0, coal_first_irq, "fewer than k: no interrupt");
+	CHECK_EQ(VNET_RX_COALESCE_US * 1000ull, dt, "the wait is bounded by RX_COALESCE_US");
+	vnet_idle_counters(vn, &st);
+	CHECK_EQ(1, st.coal_timeouts, "the bound counted");
+	CHECK_EQ(0, st.lost_wakeups, "a frame short of k is no lost wake-up");
+	coal_drain();
+	coal_halt(1);
+	CHECK_EQ(1, coal_armed_k, "after the bound: k back to what came (1)");
+	CHECK_EQ(1, coal_first_irq, "an RR-like frame interrupts at once");
+	coal_drain();
+	CHECK_EQ(0, sim.driver_errors, "ring rules");
+	shim_halt_hook = NULL;
+}
+
 int main(void)
 {
 	printf("test_vnet variant=%s\n", vnet_variant());
@@ -1396,6 +1515,7 @@ int main(void)
 	RUN(test_rx_budget);
 	RUN(test_link_down);
 	RUN(test_idle_policy);
+	RUN(test_rx_coalesce);
 	printf("test_vnet %s: %d checks, %d failed\n", vnet_variant(), check_total, check_failed);
 	return check_failed ? 1 : 0;
 }

@@ -51,6 +51,8 @@ UNIT_VARIANTS := \
 	base-every-ei1-eager-inline-zc1-idle_halt base-deferred-ei0-eager-inline-zc1-idle_halt \
 	base-timer-ei1-eager-chain-zc0-idle_halt base-every-ei1-eager-inline-zc1-idle_adaptive \
 	v2-burst-ei0-eager-inline-zc1-idle_adaptive \
+	base-every-ei1-eager-inline-zc1-idle_halt-rxc64 base-burst-ei1-eager-inline-zc1-idle_adaptive-rxc16 \
+	base-every-ei0-eager-inline-zc1-idle_halt-rxc64 base-every-ei1-eager-inline-zc1-off_none-idle_halt-rxc256 \
 	$(UNIT_PACKED_VARIANTS)
 # The offload paths (test_offload.c) at every OFFLOAD level, plus copy +
 # chained header, and merged buffers without large receive.

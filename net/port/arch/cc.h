@@ -16,7 +16,12 @@
 #define SSIZE_MAX LONG_MAX
 #endif
 
-/* BYTE_ORDER comes from picolibc's <sys/types.h> (x86 is little-endian). */
+/* BYTE_ORDER comes from picolibc's <sys/types.h> (x86 is little-endian).
+ * Byte swaps inline as one instruction (lwIP def.h would otherwise call
+ * def.c's out-of-line lwip_htons()/lwip_htonl() for every header field;
+ * under TCG each call's return is an indirect jump QEMU must look up). */
+#define lwip_htons(x) ((u16_t)__builtin_bswap16((u16_t)(x)))
+#define lwip_htonl(x) ((u32_t)__builtin_bswap32((u32_t)(x)))
 
 /* Diagnostics go to the serial console like everything else. */
 #define LWIP_PLATFORM_DIAG(x)                                                                      \
