@@ -35,6 +35,14 @@ PACKED = "base-every-ei1-eager-inline-zc1-packed"
 MUTANTS = [
     # The packed ring (issue 15, virtio 1.2 2.8): wrap counters, the first
     # descriptor last, skipping a used chain, the two event structures.
+    ("packed: enable_cb_after arms DESC k past the used position, not k - 1 (a late interrupt)", PK,
+     "uint32_t pos = vq->used_pos + (uint32_t)k - 1u;",
+     "uint32_t pos = vq->used_pos + (uint32_t)k;",
+     ["virtq_packed"]),
+    ("packed: used_count does not follow a used chain's length", PK,
+     "\t\tpos = (uint16_t)(pos + vq->chain_len[id]);",
+     "\t\tpos = (uint16_t)(pos + 1);",
+     ["virtq_packed"]),
     ("packed: Driver Ring Wrap Counter not toggled at the end", PK,
      "\t\t\twrap = !wrap;\n\t\t}\n\t}\n\tvq->next_avail = pos;",
      "\t\t}\n\t}\n\tvq->next_avail = pos;",

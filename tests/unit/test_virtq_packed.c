@@ -491,6 +491,95 @@ static void test_enable_cb_across_the_end(void)
 	CHECK_EQ(base + 2, dq->interrupts, "disabled: position 1' does not");
 }
 
+/* enable_cb_after(k) (RX interrupt moderation): with EVENT_IDX a DESC
+ * event k - 1 descriptors past the used position; single-descriptor
+ * buffers give no interrupt for the first k - 1 completions and one on
+ * the k-th; with k waiting it says "do not halt" (virtq_used_count()).
+ * Without EVENT_IDX the first completion interrupts whatever k says. */
+static void enable_cb_after_case(bool event_idx)
+{
+	void *tok;
+	uint32_t len;
+	uint64_t base;
+
+	ring_setup(16, event_idx, SIM_MANUAL);
+	for (int i = 0; i < 12; i++)
+		ring_add(1, 1 + i);
+	virtq_publish(&vq);
+	ring_kick();
+	sim_consume(dq, 12);
+	virtq_disable_cb(&vq);
+	base = dq->interrupts;
+	CHECK_EQ(0, virtq_enable_cb_after(&vq, 4), "armed for 4, nothing waiting");
+	if (event_idx)
+		CHECK_EQ(3 | VIRTQ_EVENT_WRAP, vq.driver_event->off_wrap,
+		         "DESC at used position + k - 1");
+	for (int i = 1; i <= 4; i++) {
+		sim_complete(dq, 1);
+		CHECK_EQ(i, virtq_used_count(&vq), "used_count counts what waits");
+		if (event_idx)
+			CHECK_EQ(base + (i == 4), dq->interrupts,
+			         i < 4 ? "no interrupt before the k-th completion"
+			               : "one interrupt on the k-th completion");
+		else if (i == 1)
+			CHECK_EQ(base + 1, dq->interrupts,
+			         "no EVENT_IDX: the first completion interrupts");
+	}
+	virtq_disable_cb(&vq);
+	CHECK_EQ(1, virtq_enable_cb_after(&vq, 4), "k completions waiting: do not halt");
+	CHECK_EQ(event_idx ? 0 : 1, virtq_enable_cb_after(&vq, 5),
+	         event_idx ? "fewer than k waiting: halt" : "no EVENT_IDX: k is 1");
+	CHECK_EQ(1, virtq_enable_cb_after(&vq, 0), "k = 0 is taken as 1");
+	virtq_disable_cb(&vq);
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(1, virtq_get_used(&vq, &tok, &len), "take them");
+	CHECK_EQ(0, virtq_used_count(&vq), "none left");
+}
+
+/* Buffers of two descriptors: the device's used position moves two per
+ * completion, so DESC k - 1 on is passed at or before the k-th completion
+ * (early, never late), also across the end of the ring. */
+static void test_enable_cb_after_chains(void)
+{
+	void *tok;
+	uint32_t len;
+
+	ring_setup(8, true, SIM_MANUAL);
+	for (int r = 0; r < 3; r++) { /* used position 6 of lap 1 */
+		ring_add(2, 1);
+		virtq_publish(&vq);
+		sim_consume(dq, 1);
+		sim_complete(dq, 1);
+		CHECK_EQ(1, virtq_get_used(&vq, &tok, &len), "one round");
+	}
+	for (int i = 0; i < 4; i++)
+		ring_add(2, 2 + i); /* positions 6, 0', 2', 4' */
+	virtq_publish(&vq);
+	sim_consume(dq, 4);
+	uint64_t base = dq->interrupts;
+	CHECK_EQ(0, virtq_enable_cb_after(&vq, 3), "armed for 3");
+	CHECK_EQ(0, vq.driver_event->off_wrap, "6 + 2 = position 0 of lap 2, wrap 0");
+	unsigned seen = 0;
+	for (int i = 1; i <= 3 && !seen; i++) {
+		sim_complete(dq, 1);
+		CHECK_EQ(i, virtq_used_count(&vq), "used_count follows the chains");
+		if (dq->interrupts > base)
+			seen = (unsigned)i;
+	}
+	CHECK(seen >= 1 && seen <= 3, "interrupted no later than the k-th completion");
+	CHECK_EQ(base + 1, dq->interrupts, "exactly once");
+	virtq_disable_cb(&vq);
+	CHECK_EQ(1, virtq_enable_cb_after(&vq, (uint16_t)seen), "that many waiting: do not halt");
+	virtq_disable_cb(&vq);
+}
+
+static void test_enable_cb_after(void)
+{
+	enable_cb_after_case(true);
+	enable_cb_after_case(false);
+	test_enable_cb_after_chains();
+}
+
 /* ---- nothing published is read back ---- */
 
 static void test_shadows(void)
@@ -628,6 +717,7 @@ int main(void)
 	RUN(test_event_idx_suppression);
 	RUN(test_enable_cb);
 	RUN(test_enable_cb_across_the_end);
+	RUN(test_enable_cb_after);
 	RUN(test_shadows);
 	RUN(test_faults);
 	RUN(test_used_beyond_in_flight);

@@ -1377,13 +1377,29 @@ static unsigned coal_armed_k;   /* the k the driver armed for, seen while halted
 static unsigned coal_first_irq; /* 1-based frame that raised the first interrupt, 0: none */
 static unsigned coal_posted;    /* RX chains the device could complete at that time */
 
+/* The k the driver armed RX for: split, used_event - last_used + 1; packed,
+ * a DESC event (k - 1) descriptors past the used position (RX buffers are
+ * one descriptor each). */
+static unsigned coal_armed(const struct virtq *q)
+{
+	if (!q->event_idx)
+		return 1;
+	if (VNET_IS_RING_PACKED) {
+		uint16_t off = (uint16_t)(q->driver_event->off_wrap & ~VIRTQ_EVENT_WRAP);
+
+		if (q->driver_event->flags != VIRTQ_EVENT_F_DESC)
+			return 1;
+		return (unsigned)((off + q->size - q->used_pos) % q->size) + 1;
+	}
+	return (uint16_t)(*q->used_event - q->last_used + 1);
+}
+
 static void coal_hook(void)
 {
 	uint8_t frame[64] = {0};
 	uint64_t irqs = rxd->interrupts;
 
-	coal_armed_k =
-	    vn->rxq.event_idx ? (uint16_t)(*vn->rxq.used_event - vn->rxq.last_used + 1) : 1;
+	coal_armed_k = coal_armed(&vn->rxq);
 	coal_posted = virtq_chains_published(&vn->rxq);
 	coal_first_irq = 0;
 	if (coal_inject == COAL_STREAM)

@@ -35,7 +35,8 @@ UNIT_PACKED_VARIANTS := \
 	v3-every-ei1-eager-chain-zc0-packed lazy-deferred-ei0-eager-chain-zc1-packed \
 	base-every-ei1-eager-inline-zc1-off_none-packed \
 	base-every-ei1-eager-inline-zc1-idle_halt-packed base-deferred-ei0-eager-inline-zc1-idle_halt-packed \
-	base-timer-ei1-eager-chain-zc0-idle_halt-packed v2-burst-ei0-eager-inline-zc1-idle_adaptive-packed
+	base-timer-ei1-eager-chain-zc0-idle_halt-packed v2-burst-ei0-eager-inline-zc1-idle_adaptive-packed \
+	base-every-ei1-eager-inline-zc1-idle_halt-rxc64-packed
 # Every TX_RECLAIM x TX_KICK with EVENT_IDX on and off (at the default
 # offload level, tso+lro), then the other policies (avail=batched,
 # txhdr=chain, zero-copy off, optional features, the lower offload levels)
