@@ -162,6 +162,10 @@ class Tap(Backend):
             # timer (batch for x-txtimer ns). -global reaches the NIC that
             # host/qemu-run.sh creates.
             extra += ["-global", f"virtio-net-pci.tx={self.opts['tx']}"]
+        if "packed" in self.opts:
+            # The packed ring (virtio 1.2 2.8) offered: RING=packed builds
+            # need it; split builds do not negotiate it and run split.
+            extra += ["-global", f"virtio-net-pci.packed={self.opts['packed']}"]
         return ["--net", f"tap:{TAP}"], extra
 
 
