@@ -90,7 +90,7 @@ const char *vnet_variant(void)
 	                                      "v3", "after", "lazy", "poll"};
 	static const char *const kick[] = {"?", "every", "burst", "deferred", "timer"};
 	static const char *const offload[] = {"none", "csum", "tso", "tso+lro"};
-	static char buf[200];
+	static char buf[256];
 	char rparam[16] = "", kparam[24] = "";
 
 	if (VNET_IS_RECLAIM_V1 || VNET_IS_RECLAIM_V2_V3)
@@ -103,13 +103,13 @@ const char *vnet_variant(void)
 		snprintf(kparam, sizeof(kparam), ":%dus-LATENCY-PENALTY", VNET_KICK_TIMER_US);
 	snprintf(buf, sizeof(buf),
 	         "reclaim=%s%s,kick=%s%s,event_idx=%d,avail=%s,txhdr=%s,zerocopy=%d,offload=%s%s%s,"
-	         "idle=%s%s",
+	         "idle=%s,ring=%s",
 	         reclaim[VNET_TX_RECLAIM], rparam, kick[VNET_TX_KICK], kparam, VNET_EVENT_IDX,
 	         VNET_AVAIL_BATCHED ? "batched" : "eager", VNET_TXHDR_INLINE ? "inline" : "chain",
 	         VNET_ZEROCOPY, offload[VNET_OFFLOAD],
 	         VNET_MRG_RXBUF && !VNET_WANT_LRO ? ",mrg_rxbuf=1" : "",
 	         VNET_NOTIFICATION_DATA ? ",notification_data=1" : "", vnet_idle_policy(),
-	         VNET_IS_RING_PACKED ? ",ring=packed" : "");
+	         VNET_IS_RING_PACKED ? "packed" : "split");
 	return buf;
 }
 

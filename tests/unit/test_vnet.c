@@ -161,6 +161,8 @@ static void test_bringup(void)
 	CHECK(strstr(vnet_variant(), "reclaim=") != NULL, "variant string");
 	CHECK_EQ(VNET_IS_RING_PACKED, strstr(vnet_variant(), ",ring=packed") != NULL,
 	         "variant string names the packed layout");
+	CHECK_EQ(!VNET_IS_RING_PACKED, strstr(vnet_variant(), ",ring=split") != NULL,
+	         "variant string names the split layout");
 	CHECK_EQ(VNET_IS_RING_PACKED, vn->txq.packed, "ring layout linked");
 }
 
