@@ -238,6 +238,19 @@ uint16_t virtq_used_count(const struct virtq *vq)
 	return (uint16_t)(virtq_load16(&vq->used->idx) - vq->last_used);
 }
 
+void virtq_print_state(const struct virtq *vq, const char *name)
+{
+	printf(
+	    "RING {\"queue\":\"%s\",\"layout\":\"split\",\"avail_idx\":%u,\"avail_pub\":%u,"
+	    "\"kick_old\":%u,\"unkicked\":%lu,\"last_used\":%u,\"used_idx\":%u,\"avail_event\":%u,"
+	    "\"used_event\":%u,\"used_flags\":%u,\"avail_flags\":%u,\"num_free\":%u,\"chains\":%u,"
+	    "\"broken\":%d}\n",
+	    name, vq->avail_idx, vq->avail_pub, vq->kick_old, (unsigned long)vq->unkicked,
+	    vq->last_used, virtq_load16(&vq->used->idx), virtq_load16(vq->avail_event),
+	    virtq_load16(vq->used_event), virtq_load16(&vq->used->flags),
+	    virtq_load16(&vq->avail->flags), vq->num_free, vq->chains, vq->broken);
+}
+
 void virtq_notify(struct virtq *vq)
 {
 	vq->stats.kicks++;

@@ -133,6 +133,9 @@ int virtq_get_used(struct virtq *vq, void **token, uint32_t *len);
 bool virtq_used_pending(const struct virtq *vq);
 /* How many used buffers are waiting (reads shared memory). */
 uint16_t virtq_used_count(const struct virtq *vq);
+/* One RING {...} line: where driver and device stand on this ring (reads
+ * shared memory; the first question about any stall). */
+void virtq_print_state(const struct virtq *vq, const char *name);
 
 /* 2.7.10 (split) and 2.8.10 (packed, on ring positions): the other side
  * wants a notification when its event index lies in [old, new) of the

@@ -299,6 +299,19 @@ bool virtq_kick_prepare(struct virtq *vq)
 	return need;
 }
 
+void virtq_print_state(const struct virtq *vq, const char *name)
+{
+	printf("RING {\"queue\":\"%s\",\"layout\":\"packed\",\"next_avail\":%u,\"avail_wrap\":%d,"
+	       "\"pub_pos\":%u,\"pub_wrap\":%d,\"used_pos\":%u,\"used_wrap\":%d,"
+	       "\"used_pos_flags\":%u,\"driver_event\":%lu,\"device_event\":%lu,\"unkicked\":%lu,"
+	       "\"num_free\":%u,\"chains\":%u,\"broken\":%d}\n",
+	       name, vq->next_avail, vq->avail_wrap, vq->pub_pos, vq->pub_wrap, vq->used_pos,
+	       vq->used_wrap, virtq_load16(&vq->pdesc[vq->used_pos].flags),
+	       (unsigned long)virtq_load32((const uint32_t *)vq->driver_event),
+	       (unsigned long)virtq_load32((const uint32_t *)vq->device_event),
+	       (unsigned long)vq->unkicked, vq->num_free, vq->chains, vq->broken);
+}
+
 /* 2.8.16: "When notifying the device, driver MUST set next_off and
  * next_wrap to match the next descriptor not yet made available". */
 void virtq_notify(struct virtq *vq)

@@ -490,6 +490,14 @@ static void vnet_print_queue(const char *name, const struct vnet_counters *c)
 	       (unsigned long long)c->device_errors, (unsigned long long)c->irqs);
 }
 
+void vnet_print_rings(const struct vnet *vn)
+{
+	virtq_print_state(&vn->rxq, "rx");
+	virtq_print_state(&vn->txq, "tx");
+	printf("RXBUFS {\"posted\":%u,\"free\":%u,\"held\":%u}\n", vn->rx_posted, vn->rx_nfree,
+	       vn->rx_held);
+}
+
 void vnet_print_counters(const struct vnet *vn)
 {
 	struct vnet_counters rx, tx;
