@@ -118,8 +118,10 @@ void net_end_pass(void)
 
 void net_drain(void)
 {
-	if (vnet_drain(vn, DRAIN_NS) == -1)
+	if (vnet_drain(vn, DRAIN_NS) == -1) {
 		printf("net warning: TX not drained within %llu ms\n", DRAIN_NS / 1000000);
+		vnet_print_rings(vn);
+	}
 }
 
 /* The halt policies' deadline: the end of this run or lwIP's next timer,
@@ -217,6 +219,8 @@ static void print_counters_on_error(void)
 		net_print_counters();
 	else
 		vnet_print_counters(vn); /* the netif never came up */
+	if (vn)
+		vnet_print_rings(vn);
 }
 
 void net_up(void)
@@ -255,7 +259,7 @@ uint64_t net_lwip_drops(void)
 {
 	return (uint64_t)lwip_stats.link.drop + lwip_stats.etharp.drop + lwip_stats.ip.drop +
 	       lwip_stats.icmp.drop + lwip_stats.udp.drop + lwip_stats.tcp.drop +
-	       vnetif_arpq_drops();
+	       vnetif_arpq_drops() + net_tcp_ooseq_drops();
 }
 
 void net_print_state(void)
@@ -304,12 +308,15 @@ void net_print_counters(void)
 	       "\"icmp_drop\":%u,\"udp_drop\":%u,\"udp_chkerr\":%u,\"tcp_drop\":%u,"
 	       "\"tcp_chkerr\":%u,\"tcp_rexmit\":%u,\"mem_err\":%u,"
 	       "\"pbuf_pool_used\":%lu,\"pbuf_pool_max\":%lu,\"pbuf_pool_err\":%u,"
-	       "\"tcp_seg_max\":%lu,\"tcp_seg_err\":%u",
+	       "\"tcp_seg_max\":%lu,\"tcp_seg_err\":%u,\"tcp_ooseq_drop\":%llu,"
+	       "\"tcp_ooseq_drop_bytes\":%llu",
 	       lwip_stats.link.drop, lwip_stats.link.err, lwip_stats.link.memerr, vnetif_tx_drops(),
 	       lwip_stats.etharp.drop, lwip_stats.ip.drop, lwip_stats.ip.chkerr,
 	       lwip_stats.ip.lenerr, lwip_stats.icmp.drop, lwip_stats.udp.drop,
 	       lwip_stats.udp.chkerr, lwip_stats.tcp.drop, lwip_stats.tcp.chkerr,
 	       lwip_stats.mib2.tcpretranssegs, lwip_stats.mem.err, (unsigned long)pool->used,
-	       (unsigned long)pool->max, pool->err, (unsigned long)seg->max, seg->err);
+	       (unsigned long)pool->max, pool->err, (unsigned long)seg->max, seg->err,
+	       (unsigned long long)net_tcp_ooseq_drops(),
+	       (unsigned long long)net_tcp_ooseq_drop_bytes());
 	vnetif_print_pools(&netif); /* the rest of LWIPSTATS, POOLS, a warning per exhausted pool */
 }

@@ -57,6 +57,8 @@ uint64_t vnetif_tx_drops(void);
 /* Frames lwIP queued on an ARP entry and freed unsent (the entry expired
  * unresolved or was recycled): lwIP counts nothing there. */
 uint64_t vnetif_arpq_drops(void);
+uint64_t net_tcp_ooseq_drops(void);      /* out-of-order segments lwIP discarded (ooseq.c) */
+uint64_t net_tcp_ooseq_drop_bytes(void); /* their payload bytes */
 /* "backend tap: no frame received for N ms", for the ERROR line of a run
  * whose peer went silent: says whether the wire itself went quiet. */
 const char *vnetif_silence(void);

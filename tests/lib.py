@@ -68,6 +68,18 @@ def json_line(g, prefix):
     return json.loads(m.group(1))
 
 
+def per_queue(g, prefix):
+    """{queue: JSON object} of the guest's `PREFIX {"queue":...}` lines
+    (COUNTERS, RING), the last of each queue."""
+    out = {}
+    for line in g.text():
+        m = re.match(r"^" + prefix + r" (\{.*\})$", line)
+        if m:
+            d = json.loads(m.group(1))
+            out[d["queue"]] = d
+    return out
+
+
 class Skip(Exception):
     """The test cannot run on this host (reason given)."""
 

@@ -8,6 +8,8 @@
  *   B  kick_prepare: avail->idx store, then avail_event / used->flags load
  *   C  get_used:     used->idx load, then used ring entry loads
  *   D  enable_cb:    used_event / avail->flags store, then used->idx load
+ *                    (plus a device register read under an emulator whose
+ *                    fences do not reach the host: virtq_set_sync())
  * x86-64 write-back memory keeps store/store and load/load order, so A and C
  * only stop the compiler (arch_wmb/arch_rmb); B and D are store-then-load
  * and need arch_mb(), as in Linux virtqueue_kick_prepare_split() and
@@ -212,7 +214,32 @@ bool virtq_enable_cb_after(struct virtq *vq, uint16_t k)
 	 * between, reads the stale request, stays silent, and we halt on a
 	 * completion nobody announces (a lost wake-up). */
 	arch_mb();
+	/* Barrier D under an emulator: the fence above may never reach the
+	 * host. QEMU 7.2's TCG with one vCPU translates MFENCE to nothing
+	 * (tcg_gen_mb() drops barriers from code generated without
+	 * CF_PARALLEL, i.e. with -smp maxcpus=1; QEMU 8.1 keeps them, commit
+	 * c914d46d, "The virtio devices require proper memory ordering between
+	 * the vcpus and the iothreads"), so the host CPU runs our used->idx
+	 * load before our used_event store drains, and virtio-net in QEMU's
+	 * I/O thread reads the old used_event after publishing the entry:
+	 * no interrupt, and the halt lasts its full bound. A device register
+	 * read is emulated under the lock the device model holds while it
+	 * publishes used entries and decides to interrupt (QEMU's BQL): that
+	 * lock's atomic operation drains our store first, and our re-read
+	 * below then sees whatever the device published before it. */
+	if (vq->sync) {
+		vq->stats.syncs++;
+		vq->sync(vq->sync_ctx);
+	}
 	return virtq_used_count(vq) >= k;
+}
+
+/* Where the CPU's fences may not order ring memory against the device
+ * (virtq_enable_cb_after()), give the ring a register read to make. */
+void virtq_set_sync(struct virtq *vq, virtq_sync_fn fn, void *ctx)
+{
+	vq->sync = fn;
+	vq->sync_ctx = ctx;
 }
 
 /* Back to polling: suppress interrupts again. With EVENT_IDX, point
@@ -238,17 +265,23 @@ uint16_t virtq_used_count(const struct virtq *vq)
 	return (uint16_t)(virtq_load16(&vq->used->idx) - vq->last_used);
 }
 
+/* RING {...}: both sides' indices as they stand, for an ERROR dump. A
+ * stalled queue reads as one of: published but never kicked (unkicked > 0),
+ * kicked past the device's avail_event yet not taken (avail_event ==
+ * pub: the device saw it all and holds it), or completions we have not
+ * read (dev_used != last_used). */
 void virtq_print_state(const struct virtq *vq, const char *name)
 {
-	printf(
-	    "RING {\"queue\":\"%s\",\"layout\":\"split\",\"avail_idx\":%u,\"avail_pub\":%u,"
-	    "\"kick_old\":%u,\"unkicked\":%lu,\"last_used\":%u,\"used_idx\":%u,\"avail_event\":%u,"
-	    "\"used_event\":%u,\"used_flags\":%u,\"avail_flags\":%u,\"num_free\":%u,\"chains\":%u,"
-	    "\"broken\":%d}\n",
-	    name, vq->avail_idx, vq->avail_pub, vq->kick_old, (unsigned long)vq->unkicked,
-	    vq->last_used, virtq_load16(&vq->used->idx), virtq_load16(vq->avail_event),
-	    virtq_load16(vq->used_event), virtq_load16(&vq->used->flags),
-	    virtq_load16(&vq->avail->flags), vq->num_free, vq->chains, vq->broken);
+	printf("RING "
+	       "{\"queue\":\"%s\",\"layout\":\"split\",\"avail\":%u,\"pub\":%u,\"kick_old\":%u,"
+	       "\"unkicked\":%u,"
+	       "\"last_used\":%u,\"dev_used\":%u,\"avail_event\":%u,\"used_event\":%u,"
+	       "\"used_flags\":%u,\"avail_flags\":%u,\"free\":%u,\"broken\":%d}\n",
+	       name, vq->avail_idx, vq->avail_pub, vq->kick_old, (unsigned)vq->unkicked,
+	       vq->last_used, virtq_load16(&vq->used->idx),
+	       vq->event_idx ? virtq_load16(vq->avail_event) : 0,
+	       vq->event_idx ? virtq_load16(vq->used_event) : 0, virtq_load16(&vq->used->flags),
+	       virtq_load16(&vq->avail->flags), vq->num_free, vq->broken);
 }
 
 void virtq_notify(struct virtq *vq)

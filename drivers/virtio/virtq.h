@@ -48,11 +48,16 @@ struct virtq_stats {
 	uint64_t faults[VIRTQ_FAULT_KINDS];
 	uint64_t len_readonly; /* used len > 0 on a chain with nothing writable: ignored */
 	uint64_t cb_enables;   /* virtq_enable_cb() calls (halt policies re-arming) */
+	uint64_t syncs;        /* device register reads made by virtq_enable_cb_after() */
 };
 
 /* Notify the device that queue qidx has new buffers up to avail_idx (the
  * transport's doorbell; avail_idx is for VIRTIO_F_NOTIFICATION_DATA). */
 typedef void (*virtq_notify_fn)(void *ctx, uint16_t qidx, uint16_t avail_idx);
+/* A device register read with no side effect, made between the driver's
+ * re-arm store and its re-read of used->idx (virtq_enable_cb_after() says
+ * why). Only where the CPU's fences may not reach the device. */
+typedef void (*virtq_sync_fn)(void *ctx);
 /* Zeroed memory, physical address == pointer. pmm_alloc() in the guest. */
 typedef void *(*virtq_alloc_fn)(size_t size, size_t align);
 
@@ -114,6 +119,8 @@ struct virtq {
 
 	virtq_notify_fn notify;
 	void *notify_ctx;
+	virtq_sync_fn sync; /* NULL: arch_mb() alone orders the re-arm (virtq_set_sync()) */
+	void *sync_ctx;
 	struct virtq_stats stats;
 };
 
@@ -126,6 +133,7 @@ bool virtq_kick_prepare(struct virtq *vq);
 void virtq_notify(struct virtq *vq);
 bool virtq_enable_cb(struct virtq *vq); /* true: completions already waiting, do not wait */
 bool virtq_enable_cb_after(struct virtq *vq, uint16_t k);
+void virtq_set_sync(struct virtq *vq, virtq_sync_fn fn, void *ctx);
 void virtq_disable_cb(struct virtq *vq);
 int virtq_get_used(struct virtq *vq, void **token, uint32_t *len);
 /* The device has completed chains we have not taken back, or broke a rule

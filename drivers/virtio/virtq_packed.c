@@ -304,7 +304,7 @@ void virtq_print_state(const struct virtq *vq, const char *name)
 	printf("RING {\"queue\":\"%s\",\"layout\":\"packed\",\"next_avail\":%u,\"avail_wrap\":%d,"
 	       "\"pub_pos\":%u,\"pub_wrap\":%d,\"used_pos\":%u,\"used_wrap\":%d,"
 	       "\"used_pos_flags\":%u,\"driver_event\":%lu,\"device_event\":%lu,\"unkicked\":%lu,"
-	       "\"num_free\":%u,\"chains\":%u,\"broken\":%d}\n",
+	       "\"free\":%u,\"chains\":%u,\"broken\":%d}\n",
 	       name, vq->next_avail, vq->avail_wrap, vq->pub_pos, vq->pub_wrap, vq->used_pos,
 	       vq->used_wrap, virtq_load16(&vq->pdesc[vq->used_pos].flags),
 	       (unsigned long)virtq_load32((const uint32_t *)vq->driver_event),
@@ -422,14 +422,28 @@ bool virtq_enable_cb_after(struct virtq *vq, uint16_t k)
 	 * descriptor used and reading the Driver Area): our request must be
 	 * visible before we re-read the used position, or the device marks
 	 * a buffer used in between, reads the stale DISABLE, stays silent,
-	 * and we halt on a completion nobody announces (a lost wake-up). */
+	 * and we halt on a completion nobody announces (a lost wake-up).
+	 * Under an emulator whose fences do not reach the host (virtq.c,
+	 * virtq_enable_cb_after()), a device register read does. */
 	arch_mb();
+	if (vq->sync) {
+		vq->stats.syncs++;
+		vq->sync(vq->sync_ctx);
+	}
 	if (k == 1)
 		return virtq_used_pending(vq);
 	/* A descriptor virtq_used_count() stopped at without counting it is
 	 * a fault for virtq_get_used() to report: do not wait either. */
 	uint16_t n = virtq_used_count(vq);
 	return n >= k || (n == 0 && virtq_used_pending(vq));
+}
+
+/* Where the CPU's fences may not order ring memory against the device,
+ * give the ring a register read to make (as in virtq.c). */
+void virtq_set_sync(struct virtq *vq, virtq_sync_fn fn, void *ctx)
+{
+	vq->sync = fn;
+	vq->sync_ctx = ctx;
 }
 
 /* Back to polling: DISABLE is honoured with or without EVENT_IDX. */

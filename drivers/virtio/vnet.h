@@ -135,6 +135,7 @@ struct vnet_idle_stats {
 	uint64_t timer_wakes;   /* halts the timer ended */
 	uint64_t lost_wakeups;  /* ... with a frame waiting and no interrupt for it */
 	uint64_t arm_races;     /* halts given up: work appeared while re-arming */
+	uint64_t dev_syncs;     /* device reads made while re-arming (an emulator's fences) */
 	uint64_t coal_halts;    /* halts that asked for k > 1 RX entries (RX_COALESCE) */
 	uint64_t coal_timeouts; /* ... that the VNET_RX_COALESCE_US bound ended */
 	uint16_t coal_k;        /* the current k (1 without RX_COALESCE) */
@@ -182,7 +183,8 @@ const char *vnet_idle_policy(void);          /* "poll", "halt" or "adaptive:50us
 const char *vnet_error(const struct vnet *vn); /* first error, "" if none */
 void vnet_counters(const struct vnet *vn, struct vnet_counters *rx, struct vnet_counters *tx);
 void vnet_print_counters(const struct vnet *vn); /* COUNTERS {...} lines */
-void vnet_print_rings(const struct vnet *vn);    /* RING {...} per queue, any time */
+void vnet_print_rings(
+    const struct vnet *vn); /* RING {...} lines (and RXBUFS), for an ERROR or ctl state */
 
 /* vnet_tx.c: transmit */
 /* Queue one frame (virtio header added by the driver). 0 = accepted (and will

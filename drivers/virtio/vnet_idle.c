@@ -208,6 +208,7 @@ void vnet_idle(struct vnet *vn, vnet_deadline_fn deadline, void *arg)
 void vnet_idle_counters(const struct vnet *vn, struct vnet_idle_stats *s)
 {
 	*s = vn->idle;
+	s->dev_syncs = vn->rxq.stats.syncs + vn->txq.stats.syncs;
 	s->irq_cfg = virtio_dev_irqs(&vn->vd)[0];
 	s->irq_other = virtio_dev_irqs(&vn->vd)[VIRTIO_PCI_MAX_QUEUES + 1];
 	if (!VNET_IS_IDLE_POLL)
@@ -221,14 +222,15 @@ void vnet_idle_print(const struct vnet *vn)
 	vnet_idle_counters(vn, &s);
 	printf("IDLE {\"policy\":\"%s\",\"irq_mode\":\"%s\",\"polls\":%llu,\"idle_polls\":%llu,"
 	       "\"halts\":%llu,\"halted_us\":%llu,\"timer_wakes\":%llu,\"lost_wakeups\":%llu,"
-	       "\"arm_races\":%llu,\"coal_halts\":%llu,\"coal_timeouts\":%llu,\"coal_k\":%u,"
+	       "\"arm_races\":%llu,\"dev_syncs\":%llu,\"coal_halts\":%llu,\"coal_timeouts\":%llu,"
+	       "\"coal_k\":%u,"
 	       "\"irqs_rx\":%llu,\"irqs_tx\":%llu,\"irqs_cfg\":%llu,\"irqs_other\":%llu}\n",
 	       vnet_idle_policy(), vnet_irq_mode(vn), (unsigned long long)s.polls,
 	       (unsigned long long)s.idle_polls, (unsigned long long)s.halts,
 	       (unsigned long long)(s.halted_ns / 1000), (unsigned long long)s.timer_wakes,
 	       (unsigned long long)s.lost_wakeups, (unsigned long long)s.arm_races,
-	       (unsigned long long)s.coal_halts, (unsigned long long)s.coal_timeouts,
-	       (unsigned)(s.coal_k ? s.coal_k : 1),
+	       (unsigned long long)s.dev_syncs, (unsigned long long)s.coal_halts,
+	       (unsigned long long)s.coal_timeouts, (unsigned)(s.coal_k ? s.coal_k : 1),
 	       (unsigned long long)virtio_dev_irqs(&vn->vd)[1 + VNET_RXQ],
 	       (unsigned long long)virtio_dev_irqs(&vn->vd)[1 + VNET_TXQ],
 	       (unsigned long long)s.irq_cfg, (unsigned long long)s.irq_other);

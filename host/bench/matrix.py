@@ -63,6 +63,7 @@ KEYS = {
     "stream.sizes": ("256,1K,4K,16K", "message sizes (table rows)"),
     "stream.instances": ("1,4", "concurrent streams"),
     "stream.role": ("client", "client: the appliance connects to a host `iperf -s` (sending, or receiving like iperf -R); server: a host `iperf -c` drives the appliance"),
+    "stream.cc": ("cubic", "TCP congestion control of the host's sending iperf (iperf -Z), the same for every column: cubic (Linux's default), any name in /proc/sys/net/ipv4/tcp_available_congestion_control, or host = this host's net.ipv4.tcp_congestion_control. Default cubic because BBR without the fq qdisc paces from a per-socket hrtimer whose cost and rate cap (~10 Gbit/s for one flow on this machine kind) are the host's, not the guest's"),
     "ping.sizes": ("56", "ICMP payload sizes (table rows)"),
     "memcached.concurrency": ("128", "memcached: memcaslap -c (connections; table rows)"),
     "memcached.threads": ("2", "memcached: memcaslap -T (client threads)"),
@@ -113,6 +114,25 @@ def rr_size_list(v):
                 raise BenchError(f"bad rr size '{x}' (expected REQ/RESP such as 256/256, netperf's 256,256, or 256)")
             out.append((m.group(1), m.group(2) or m.group(1)))
     return out
+
+
+CC_DIR = "/proc/sys/net/ipv4"
+
+
+def host_cc(name):
+    """The congestion control the host's sending iperf uses: `name`, or the
+    host's sysctl for "host"; an error if this kernel does not offer it."""
+    try:
+        with open(f"{CC_DIR}/tcp_available_congestion_control") as f:
+            avail = f.read().split()
+        with open(f"{CC_DIR}/tcp_congestion_control") as f:
+            default = f.read().strip()
+    except OSError as e:
+        raise BenchError(f"stream.cc: cannot read the host's TCP congestion controls: {e}")
+    cc = default if name == "host" else name
+    if cc not in avail:
+        raise BenchError(f"bad stream.cc '{name}': this host offers {' '.join(avail)} (or host = {default})")
+    return cc
 
 
 def parse_file(path):
@@ -257,6 +277,7 @@ class Matrix:
             if not 1 <= z <= 65535:
                 raise BenchError(f"stream size {z} out of range 1..65535 (one write of the appliance)")
         self.stream_instances = self._ints("stream.instances", 1, 32)
+        self.stream_cc = host_cc(str(s["stream.cc"]).strip())
         self.ping_sizes = [parse_size(x) for x in split_list(s["ping.sizes"])]
         self.mc_concurrency = self._ints("memcached.concurrency", 1, 1024)
         self.mc_threads = self._int("memcached.threads", 1, 64)
@@ -358,7 +379,8 @@ class Matrix:
                 for i in self.rr_instances
             ]
         if kind == "stream":
-            return [dict(msg=m, instances=i, seconds=self.seconds) for i in self.stream_instances for m in self.stream_sizes]
+            return [dict(msg=m, instances=i, seconds=self.seconds, cc=self.stream_cc)
+                    for i in self.stream_instances for m in self.stream_sizes]
         if kind == "memcached":
             return [dict(instances=c, threads=self.mc_threads, seconds=self.seconds) for c in self.mc_concurrency]
         return [dict(size=z, seconds=self.seconds) for z in self.ping_sizes]
@@ -403,6 +425,7 @@ class Matrix:
             "stream.sizes": self.stream_sizes,
             "stream.instances": self.stream_instances,
             "stream.role": self.stream_role,
+            "stream.cc": self.stream_cc,
             "ping.sizes": self.ping_sizes,
             "memcached.concurrency": self.mc_concurrency,
             "memcached.threads": self.mc_threads,

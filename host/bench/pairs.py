@@ -211,7 +211,7 @@ def linux_keys(role, test, p, warmup):
     k = {"vnl.test": test, "vnl.backend": "pair", "vnl.ip": f"{ip}/{PREFIX}"}
     rr = test in ("tcp_rr", "udp_rr")
     if role == "server":
-        k.update({"vnl.app": "rr" if rr else "stream", "vnl.wait": 60, "vnl.idle": 2,
+        k.update({"vnl.app": "rr" if rr else "stream", "vnl.wait": 60, "vnl.idle": 15,
                   "vnl.seconds": p["seconds"] + warmup + 60})
         if rr:
             k["vnl.proto"] = test[:3]

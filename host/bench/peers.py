@@ -189,6 +189,11 @@ def parse_iperf(lines):
     return {"peer_mbps": total} if total is not None else {}
 
 
+def cc_args(params):
+    """iperf -Z for the host's sending socket (matrix key stream.cc)."""
+    return ["-Z", params["cc"]] if params.get("cc") else []
+
+
 class IperfServer(Peer):
     name = "iperf"
     server = True
@@ -197,7 +202,8 @@ class IperfServer(Peer):
     def argv(self):
         a = ["iperf", "-s", "-B", self.backend.peer_bind, "-p", str(self.backend.host_port(IPERF_PORT)), "-f", "m"]
         if self.test == "tcp_maerts":
-            a += ["-l", str(self.params["msg"])]
+            # the host sends: its congestion control is the matrix's stream.cc
+            a += ["-l", str(self.params["msg"])] + cc_args(self.params)
         return a
 
     def ready(self, timeout=10):
@@ -216,7 +222,9 @@ class IperfClient(Peer):
         # The appliance skips its warm-up: run that much longer.
         a = ["iperf", "-c", addr, "-p", str(port), "-f", "m", "-l", str(self.params["msg"]),
              "-t", str(self.params["seconds"] + self.warmup), "-P", str(self.params["instances"])]
-        return a + (["-R"] if self.test == "tcp_stream" else [])
+        if self.test == "tcp_stream":
+            return a + ["-R"]  # the guest sends with its own congestion control
+        return a + cc_args(self.params)
 
     def parse(self):
         return parse_iperf(self.proc.text())

@@ -266,6 +266,9 @@ def markdown(records, cols, baseline, meta, plots=()):
     L.append(f"- host: {meta.get('host_cpu_model', '?')}, {meta.get('host_ncpu', '?')} CPUs, kernel {meta.get('host_kernel', '?')}; {meta.get('qemu_version', '')}")
     L.append(f"- accelerator: {meta.get('accel', '?')} (every row names its own; TCG latencies are not KVM latencies)")
     L.append(f"- repetitions: {meta.get('repetitions')}, {meta.get('seconds')} s measured per run, baseline column: **{baseline}**")
+    if meta.get("stream_cc"):
+        L.append(f"- host sender's TCP congestion control (`iperf -Z`, matrix key stream.cc): {meta['stream_cc']}"
+                 " in every column; a guest that sends uses its own")
     if meta.get("variants"):
         vs = meta.get("variant_strings", {})
         L.append("- variants: " + "; ".join(

@@ -241,6 +241,7 @@ def main(argv):
         "repetitions": m.repetitions,
         "seconds": m.seconds,
         "variants": m.variant_vars,
+        "stream_cc": m.stream_cc if any(matrix_mod.TESTS[t]["kind"] == "stream" for t in m.tests) else "",
         "notes": [],
         **host_info(),
     }

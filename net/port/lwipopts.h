@@ -98,7 +98,9 @@
  * holds half the ring, so the device can never be starved). */
 #define TCP_OOSEQ_MAX_PBUFS 64
 #define TCP_OOSEQ_MAX_BYTES TCP_WND
-#define TCP_LISTEN_BACKLOG  0
+/* lwIP's per-pcb form of the same bound: net/ooseq.c counts what it drops. */
+#define TCP_OOSEQ_PBUFS_LIMIT(pcb) vnet_tcp_ooseq_pbufs_limit(pcb)
+#define TCP_LISTEN_BACKLOG         0
 /* net/offload.c keeps each connection's real MSS here while lwIP builds
  * 64 KB segments for TSO; the hook gives it the moment a connection is up. */
 #define LWIP_TCP_PCB_NUM_EXT_ARGS                                      1

@@ -9,7 +9,7 @@ import os
 import re
 import subprocess
 
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, TOP, Fail, linked_variants
+from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, TOP, Fail, linked_variants, per_queue
 
 VARIANTS = linked_variants()
 KICK_TIMER_NS = 150_000  # vnet_policy.h VNET_KICK_TIMER_US default
@@ -21,12 +21,7 @@ def result(g):
 
 
 def counters(g):
-    out = {}
-    for line in g.text():
-        m = re.match(r"^COUNTERS (\{.*\})$", line)
-        if m:
-            c = json.loads(m.group(1))
-            out[c["queue"]] = c
+    out = per_queue(g, "COUNTERS")
     if set(out) != {"tx", "rx"}:
         raise Fail(f"expected COUNTERS lines for tx and rx, saw {sorted(out)}")
     return out

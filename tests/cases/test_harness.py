@@ -244,6 +244,7 @@ def test_harness_refuses_bad_input(t):
     expect_refusal(["--rr-sizes", "1/1"], r"below 14 bytes .* sockperf")
     expect_refusal(["--variant-def", "x=TX_BOGUS=1", "--variants", "x"], r"unknown make variable TX_BOGUS")
     expect_refusal(["--matrix", "/nonexistent.txt"], r"cannot read matrix file")
+    expect_refusal(["--stream-cc", "nosuchcc"], r"bad stream.cc 'nosuchcc': this host offers .*cubic.* \(or host = ")
     try:
         require_tools(["vnetbench-no-such-tool", "sockperf"])
     except BenchError as e:
@@ -413,6 +414,46 @@ def comm(pid):
 def leftover_namespaces(pid):
     r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30)
     return [l for l in r.stdout.splitlines() if l.startswith(f"vnetbench-{pid}-")]
+
+
+def test_harness_sender_congestion_control(t):
+    """stream.cc reaches exactly the host sockets that send: iperf -c for
+    tcp_maerts (guest receives), iperf -s when the appliance asks it to send;
+    never the host's receiving side (tcp_stream, the guest's own TCP sends).
+    "host" resolves to the sysctl, so a row names the real algorithm."""
+    import matrix
+    import peers
+
+    class FakeBackend:
+        peer_bind = "10.0.0.1"
+        guest_ip = "10.0.0.2"
+
+        def host_port(self, port):
+            return port
+
+        def guest_port(self, port, proto="tcp"):
+            return (self.guest_ip, port)
+
+    params = dict(msg=16384, instances=1, seconds=2, cc="reno")
+    cases = ((peers.IperfClient, "tcp_maerts", True), (peers.IperfClient, "tcp_stream", False),
+             (peers.IperfServer, "tcp_maerts", True), (peers.IperfServer, "tcp_stream", False))
+    for cls, test, sends in cases:
+        argv = cls(FakeBackend(), test, params).argv()
+        has = any(a == "-Z" and b == "reno" for a, b in zip(argv, argv[1:]))
+        if has != sends:
+            raise Fail(f"{cls.__name__} {test}: -Z reno {'missing from' if sends else 'must not be in'} {argv}")
+    with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+        default = f.read().strip()
+    if matrix.host_cc("host") != default:
+        raise Fail(f"stream.cc=host must resolve to the sysctl's {default}, got {matrix.host_cc('host')}")
+    import guests
+    import variants
+
+    settings, defs = matrix.parse_file(SMOKE)
+    m = matrix.Matrix(settings, defs, variants.resolve, list(guests.KINDS), variants.known_description())
+    pts = [p for test in m.tests if matrix.TESTS[test]["kind"] == "stream" for p in m.configs(test)]
+    if not pts or any(p.get("cc") != "cubic" for p in pts):
+        raise Fail(f"the default stream.cc must be cubic in every stream run's parameters: {pts}")
 
 
 def test_harness_smoke(t):

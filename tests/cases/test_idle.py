@@ -64,7 +64,7 @@ def check_halted(name, idle, what):
         raise Fail(f"{name} {what}: a polling build halted or took interrupts: {idle}")
 
 
-def rr_client(t, ns, name, extra=(), irq="msix", allow_lost=False):
+def rr_client(t, ns, name, extra=(), irq="msix"):
     ns.popen(["sockperf", "server", "--tcp", "-i", NS_HOST_IP, "-p", str(RR_PORT)],
              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_listening(ns, "tcp", RR_PORT)
@@ -77,24 +77,14 @@ def rr_client(t, ns, name, extra=(), irq="msix", allow_lost=False):
     if halts(name) and (r["halts"] == 0 or r["irqs_rx"] == 0 or r["irq"] != irq):
         raise Fail(f"{name}: RR under a halt policy: irq={r['irq']} halts={r['halts']} irqs_rx={r['irqs_rx']}")
     if r["lost_wakeups"]:
-        if not allow_lost:
-            raise Fail(f"{name}: RR saw {r['lost_wakeups']} lost wake-ups")
-        print(f"    WARNING {name}: RR saw {r['lost_wakeups']} lost wake-ups, max latency "
-              f"{r['lat_max_ns'] / 1e6:.1f} ms (known open bug, README 'Idle policy')")
+        raise Fail(f"{name}: RR saw {r['lost_wakeups']} lost wake-ups, max latency "
+                   f"{r['lat_max_ns'] / 1e6:.1f} ms")
+    # Under TCG the guest's fences do not reach QEMU's I/O thread: every
+    # re-arm must make its device register read (virtq_enable_cb_after()).
+    idle = json_line(g, "IDLE")
+    if halts(name) and r["accel"] == "tcg" and idle["dev_syncs"] < idle["halts"] + idle["arm_races"]:
+        raise Fail(f"{name}: under TCG every re-arm reads a device register, IDLE says {idle}")
     return r
-
-
-def rr_reporting_lost_wakeups(t, name):
-    """A known open bug (README, "Idle policy", "Known open bug"): an RR
-    run of an adaptive build can see a timer wake with the reply waiting
-    and no interrupt within the 2 ms grace time (lost_wakeups > 0, a
-    ~12 ms transaction). Until it is found, this RR check reports lost
-    wake-ups loudly instead of failing; every other RR check still fails,
-    the echo phase and the 30 s irregular-rate test still require 0, and
-    the detector itself is unit-tested (a mutant that never counts is
-    caught)."""
-    with t.netns() as ns:
-        return rr_client(t, ns, name, allow_lost=True)
 
 
 def test_idle_policies_integrity_and_rr_each_kick(t):
@@ -107,7 +97,8 @@ def test_idle_policies_integrity_and_rr_each_kick(t):
             res = netpeer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(8 << 20)], timeout=300)
             idle = stop(ns, g)
             check_halted(name, idle, "integrity")
-        r = rr_reporting_lost_wakeups(t, name)
+        with t.netns() as ns:
+            r = rr_client(t, ns, name)
         print(f"    {name}: 8 MiB intact at {res['mbps']} Mbit/s; RR {r['tps']} trans/s p50 "
               f"{r['lat_p50_ns'] / 1000:.1f} us, busy {r['busy_pct']} %, irqs/txn {r['irqs_per_txn']} "
               f"(TCG, tap)")

@@ -207,7 +207,39 @@ def test_out_of_order_and_duplicate_segments_never_stall_receive(t):
         expect_zero("out-of-order peers", st, ("memp_err", "tx_drops", "link_drop"))
         netif = json_line(g, "NETIF")
         print(f"    6 x 64 out-of-order segments (x2) parked: 8 MiB echo beside them intact, all acknowledged "
-              f"after the fill; rx_copies={netif['rx_copies']}, pools back")
+              f"after the fill; rx_copies={netif['rx_copies']}, tcp_ooseq_drop={st['tcp_ooseq_drop']}, "
+              f"resent {res['resent']}, pools back")
+
+
+def test_out_of_order_queue_bound_discards_are_counted(t):
+    """100 out-of-order segments of 500 bytes on one connection (all inside
+    the unscaled 64 KB window), last first, against a bound of 64 buffers
+    (TCP_OOSEQ_MAX_PBUFS): lwIP frees the 36 highest as the queue
+    overflows. Every one is counted (tcp_ooseq_drop and its bytes), and once
+    the hole is filled and the peer resends from the acknowledged point,
+    everything is acknowledged."""
+    nsegs, bound, size = 100, 64, 500
+    with t.netns() as ns:
+        g = echo_guest(t, ns)
+        mac = guest_mac(g)
+        r = ns.run(HOSTILE + ["ooseq", ns.tap, mac, NS_GUEST_IP, "7", "1", str(nsegs), str(size)], timeout=120,
+                   capture_output=True, text=True)
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        if r.returncode or not res["ok"]:
+            raise Fail(f"an overflowing out-of-order queue: expected nothing acknowledged before the fill and "
+                       f"everything after the peer resent what was discarded: {res}")
+        time.sleep(1)
+        st, pools = stop(ns, g)
+        pools_back(pools)
+        want = nsegs - bound
+        if st["tcp_ooseq_drop"] != want or st["tcp_ooseq_drop_bytes"] != want * size:
+            raise Fail(f"expected the {want} segments beyond the {bound}-buffer bound counted as discarded "
+                       f"({want * size} bytes): tcp_ooseq_drop={st['tcp_ooseq_drop']} "
+                       f"bytes={st['tcp_ooseq_drop_bytes']}")
+        if res["resent"] < want:
+            raise Fail(f"the peer resent {res['resent']} segments, fewer than the {want} discarded: {res}")
+        print(f"    {nsegs} out-of-order segments against a bound of {bound}: tcp_ooseq_drop={want} "
+              f"({want * size} bytes) counted, {res['resent']} resent, all acknowledged, pools back")
 
 
 def test_silent_half_open_peer_does_not_stall_others(t):

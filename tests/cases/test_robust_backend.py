@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, QEMU_RUN, TOP, Fail, Guest, Skip
+from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, QEMU_RUN, TOP, Fail, Guest, Skip, per_queue
 
 sys.path.insert(0, os.path.join(TOP, "host", "bench"))
 
@@ -44,6 +44,11 @@ def expect_backend_error(g, t0, what, names):
         raise Fail(f"{what}: the ERROR line names neither {names}: {errs[-1]}")
     g.expect_not(r"^RESULT ")
     g.expect_status(1)
+    # The dump before the ERROR holds both rings' indices (RING lines), so
+    # a stall reads as unkicked, held by the device, or not yet reaped.
+    rings = per_queue(g, "RING")
+    if set(rings) != {"tx", "rx"} or any(not {"pub", "dev_used", "avail_event", "unkicked"} <= set(d) for d in rings.values()):
+        raise Fail(f"{what}: expected RING lines for tx and rx with the ring indices before the ERROR, got {rings}")
     if took > LIMIT_S:
         raise Fail(f"{what}: the run ended {took:.1f} s after the backend died (expected <= {LIMIT_S} s)")
     return took, errs[-1]

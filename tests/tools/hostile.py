@@ -15,12 +15,15 @@ what it was asked.
   zerowin HOST PORT SECONDS  an echo client that sends for SECONDS and never
                       reads: its receive window closes (zero window) and the
                       appliance's replies stall on it; then it resets
-  ooseq IFACE GUEST_MAC HOST PORT CONNS SEGS  raw TCP peers (their own
+  ooseq IFACE GUEST_MAC HOST PORT CONNS SEGS [SIZE]  raw TCP peers (their own
                       address, ARP answered here): on each of CONNS
                       connections send segments 2..SEGS+1 out of order, each
                       twice, so they wait in the appliance's out-of-order
                       queue, then the missing first one: the appliance must
-                      acknowledge everything
+                      acknowledge everything (what it discarded is resent
+                      from the acknowledged point); SIZE bytes per segment
+                      [1000]. The peer offers no window scaling, so all
+                      SEGS x SIZE must fit 64 KB to be in the window
   arpqueue IFACE GUEST_MAC HOST N  a raw peer the appliance has no ARP entry
                       for sends N UDP datagrams to the echo port and answers
                       ARP only afterwards: all N echoes must arrive (none of
@@ -299,12 +302,11 @@ class RawConn:
         return self.acked >= n
 
 
-def ooseq(iface, guest_mac, host, port, nconns, nsegs):
+def ooseq(iface, guest_mac, host, port, nconns, nsegs, size=1000):
     peer = RawPeer(iface, guest_mac, host, 1)
     conns = [RawConn(peer, port, 31000 + i) for i in range(nconns)]
     for c in conns:
         c.connect()
-    size = 1000
     # Everything but the first segment, last first, each twice: all of it
     # waits in the out-of-order queue (holding receive buffers).
     for c in conns:
@@ -316,15 +318,26 @@ def ooseq(iface, guest_mac, host, port, nconns, nsegs):
     for c in conns:
         c.take()
     held_acks = [c.acked for c in conns]
-    # The hole filled: the appliance must acknowledge every byte.
+    # The hole filled: the appliance must acknowledge every byte. What its
+    # bounded out-of-order queue discarded (more than 64 buffers waiting)
+    # is sent again from the acknowledged point, as a sender's
+    # retransmission timer would.
     for c in conns:
         c.seg(0, b"\x00" * size)
     total = (nsegs + 1) * size
-    ok = [c.wait_acked(total, 15) for c in conns]
+    ok = [c.wait_acked(total, 3) for c in conns]
+    resent = 0
+    end = time.monotonic() + 15
+    for i, c in enumerate(conns):
+        while not ok[i] and time.monotonic() < end:
+            k = c.acked // size
+            c.seg(k * size, bytes([k & 0xFF]) * size)
+            resent += 1
+            ok[i] = c.wait_acked(total, 0.3)
     for c in conns:
         c.seg(c.acked, flags=0x04)  # reset: gone
     out(test="ooseq", conns=nconns, segs=nsegs, bytes_per_conn=total, acked_before_fill=held_acks,
-        acked=[c.acked for c in conns], ok=all(ok) and all(a == 0 for a in held_acks))
+        acked=[c.acked for c in conns], resent=resent, ok=all(ok) and all(a == 0 for a in held_acks))
     return 0 if all(ok) and all(a == 0 for a in held_acks) else 1
 
 
@@ -391,7 +404,8 @@ def main(argv):
     if cmd == "zerowin":
         return zerowin(argv[2], int(argv[3]), float(argv[4]))
     if cmd == "ooseq":
-        return ooseq(argv[2], argv[3], argv[4], int(argv[5]), int(argv[6]), int(argv[7]))
+        return ooseq(argv[2], argv[3], argv[4], int(argv[5]), int(argv[6]), int(argv[7]),
+                     int(argv[8]) if len(argv) > 8 else 1000)
     if cmd == "arpqueue":
         return arpqueue(argv[2], argv[3], argv[4], int(argv[5]), argv[6:] == ["never"])
     if cmd == "halfopen":

@@ -35,6 +35,15 @@ void shim_reset(void)
 	shim_clock_step = 0;
 }
 
+/* The accelerator the driver believes it runs under (kernel/cpu.c); the
+ * tests run as under TCG, the machine kind every system test uses. */
+const char *shim_accel = "tcg";
+
+const char *cpu_accel(void)
+{
+	return shim_accel;
+}
+
 void *pmm_alloc(size_t size, size_t align)
 {
 	return shim_alloc(size, align);

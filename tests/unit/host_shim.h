@@ -17,6 +17,8 @@ extern uint64_t shim_halts;          /* halt_until() calls that halted */
 /* Set by a halt hook when the device it played raised an interrupt: the
  * halt then ends 1 us later, not at its deadline, and is no timer wake. */
 extern bool shim_halt_woken;
+/* What cpu_accel() says ("tcg" unless a test changes it before bring-up). */
+extern const char *shim_accel;
 void *shim_alloc(size_t size, size_t align);
 void shim_reset(void);
 

@@ -35,6 +35,34 @@ void sim_reset(uint64_t offered)
 		sim.q[i].rng = 12345u + (uint32_t)i;
 }
 
+/* What the device sees of the driver's notification request (weak_order:
+ * as of the driver's last register access). */
+static uint16_t sim_used_event(const struct sim_queue *q)
+{
+	return q->weak_order ? q->seen_used_event : q->avail->ring[q->size];
+}
+
+static uint16_t sim_avail_flags(const struct sim_queue *q)
+{
+	return q->weak_order ? q->seen_avail_flags : q->avail->flags;
+}
+
+/* A register access is serialised with the device: what the driver stored
+ * before it is what the device sees from now on. */
+static void sim_see_driver_stores(struct sim_queue *q)
+{
+	if (!q->avail)
+		return;
+	q->seen_used_event = q->avail->ring[q->size];
+	q->seen_avail_flags = q->avail->flags;
+}
+
+void sim_register_access(void)
+{
+	for (int i = 0; i < 2; i++)
+		sim_see_driver_stores(&sim.q[i]);
+}
+
 void sim_attach(struct sim_queue *q, const struct virtq *vq, uint16_t qidx)
 {
 	memset(q, 0, sizeof(*q));
@@ -52,6 +80,7 @@ void sim_attach(struct sim_queue *q, const struct virtq *vq, uint16_t qidx)
 	q->device_event = vq->device_event;
 	/* 2.8.1: the Device Ring Wrap Counter starts at 1. */
 	q->avail_wrap = q->used_wrap = q->irq_wrap = true;
+	sim_see_driver_stores(q);
 }
 
 /* ---- packed ring helpers (2.8) ---- */
@@ -120,11 +149,6 @@ static unsigned sim_pscan(const struct sim_queue *q, unsigned *descs, uint16_t *
 static uint16_t *sim_avail_event(const struct sim_queue *q)
 {
 	return (uint16_t *)&q->used->ring[q->size];
-}
-
-static uint16_t sim_used_event(const struct sim_queue *q)
-{
-	return q->avail->ring[q->size];
 }
 
 uint16_t sim_published(const struct sim_queue *q)
@@ -509,7 +533,7 @@ static void sim_publish_used(struct sim_queue *q, uint16_t old)
 	/* 2.7.10: would an interrupt be sent? The driver polls and should
 	 * have suppressed it. */
 	if (q->event_idx ? virtq_need_event(sim_used_event(q), q->used_idx, old)
-	                 : !(q->avail->flags & VIRTQ_AVAIL_F_NO_INTERRUPT))
+	                 : !(sim_avail_flags(q) & VIRTQ_AVAIL_F_NO_INTERRUPT))
 		q->interrupts++;
 }
 
@@ -587,6 +611,7 @@ void sim_doorbell(uint16_t qidx, uint16_t avail_idx)
 		return;
 	}
 	q = &sim.q[qidx];
+	sim_register_access();
 	q->doorbells++;
 	if (!(sim.status & VIRTIO_STATUS_DRIVER_OK))
 		sim_driver_error("q%u: notification before DRIVER_OK (3.1.1)", qidx);

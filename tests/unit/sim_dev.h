@@ -93,6 +93,15 @@ struct sim_queue {
 	 * chains, each published with its own used->idx update (0: one). */
 	unsigned lag, burst_max;
 	uint16_t event_ahead; /* EVENT_IDX: ask for a kick only this many entries later */
+	/* An emulator whose guest fences do not reach the device thread (QEMU
+	 * 7.2's TCG with one vCPU, see virtq_enable_cb_after()): the device
+	 * decides whether to interrupt from the used_event / avail->flags it
+	 * saw at the driver's last register access (a doorbell or a register
+	 * read, which the emulator serialises with the device), not from what
+	 * the driver stored since. A completion the test plays later stands
+	 * for one that raced the driver's re-arm and lost. */
+	bool weak_order;
+	uint16_t seen_used_event, seen_avail_flags;
 
 	/* TX capture: the last frame and a running sum over all frames */
 	uint64_t frames, bytes, byte_sum;
@@ -122,6 +131,7 @@ extern struct sim_dev sim;
 void sim_reset(uint64_t offered);
 void sim_attach(struct sim_queue *q, const struct virtq *vq, uint16_t qidx);
 void sim_doorbell(uint16_t qidx, uint16_t avail_idx);
+void sim_register_access(void); /* the driver read a device register (weak_order) */
 unsigned sim_consume(struct sim_queue *q, unsigned max);
 unsigned sim_complete(struct sim_queue *q, unsigned max);
 void sim_idle(struct sim_queue *q);

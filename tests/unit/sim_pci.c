@@ -36,6 +36,7 @@ int virtio_dev_reset(struct virtio_dev *vd)
 uint8_t virtio_dev_status(struct virtio_dev *vd)
 {
 	(void)vd;
+	sim_register_access();
 	return sim.status;
 }
 

@@ -396,6 +396,74 @@ static void test_enable_cb_after(void)
 	enable_cb_after_case(false);
 }
 
+/* Barrier D under an emulator whose fences do not reach the device
+ * (virtq_set_sync(), sim weak_order): the register read comes after the
+ * re-arm store and before the re-read, so a completion the device
+ * publishes at the read is seen (do not halt) and one it publishes after
+ * it raises an interrupt. */
+static uint16_t sync_saw_event, sync_saw_flags;
+static unsigned sync_calls;
+static bool sync_completes;
+
+static void ring_sync(void *ctx)
+{
+	(void)ctx;
+	sync_calls++;
+	sync_saw_event = *vq.used_event;
+	sync_saw_flags = vq.avail->flags;
+	sim_register_access();
+	if (sync_completes)
+		sim_complete(dq, 1);
+}
+
+static void enable_cb_sync_case(bool event_idx)
+{
+	void *tok;
+	uint32_t len;
+	uint64_t base;
+
+	ring_setup(8, event_idx, SIM_MANUAL);
+	dq->weak_order = true;
+	virtq_set_sync(&vq, ring_sync, NULL);
+	sync_calls = 0;
+	for (int i = 0; i < 4; i++)
+		ring_add(1, 1 + i);
+	virtq_publish(&vq);
+	ring_kick();
+	sim_consume(dq, 4);
+	virtq_disable_cb(&vq);
+	sync_completes = true;
+	CHECK_EQ(1, virtq_enable_cb(&vq), "a completion published at the read is seen after it");
+	sync_completes = false;
+	CHECK_EQ(1, sync_calls, "one register read per re-arm");
+	CHECK(event_idx ? sync_saw_event == vq.last_used : sync_saw_flags == 0,
+	      "the read comes after the re-arm store");
+	CHECK_EQ(1, virtq_get_used(&vq, &tok, &len), "take it");
+	virtq_disable_cb(&vq);
+	CHECK_EQ(0, virtq_enable_cb(&vq), "armed, nothing waiting");
+	base = dq->interrupts;
+	sim_complete(dq, 1);
+	CHECK_EQ(base + 1, dq->interrupts, "the device saw the re-arm: the completion interrupts");
+	CHECK_EQ(2, vq.stats.syncs, "register reads counted");
+	virtq_disable_cb(&vq);
+	CHECK_EQ(1, virtq_get_used(&vq, &tok, &len), "take the second");
+	/* The model has teeth: a doorbell while notifications are off, then a
+	 * re-arm without the read, and the device never hears of it. */
+	sim_register_access();
+	virtq_set_sync(&vq, NULL, NULL);
+	CHECK_EQ(0, virtq_enable_cb(&vq), "armed, nothing waiting");
+	base = dq->interrupts;
+	sim_complete(dq, 1);
+	CHECK_EQ(base, dq->interrupts, "without the read the device sees the old request");
+	CHECK_EQ(2, vq.stats.syncs, "no read without a sync function");
+}
+
+static void test_enable_cb_sync(void)
+{
+	enable_cb_sync_case(true);
+	enable_cb_sync_case(false);
+}
+
 /* More than 2^16 entries published between two decisions: the window
  * aliases, so the ring must ask for a kick rather than trust the formula. */
 static void test_unkicked_window_wrap(void)
@@ -517,6 +585,7 @@ int main(void)
 	RUN(test_need_event_reference);
 	RUN(test_enable_cb);
 	RUN(test_enable_cb_after);
+	RUN(test_enable_cb_sync);
 	RUN(test_round_trip);
 	RUN(test_wraparound_event_idx);
 	RUN(test_wraparound_flags);

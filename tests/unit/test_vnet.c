@@ -1531,6 +1531,54 @@ static void test_rx_coalesce(void)
 	shim_halt_hook = NULL;
 }
 
+/* The known lost wake-up (README "Idle policy"): under QEMU 7.2's TCG
+ * with one vCPU the re-arm's MFENCE emits nothing on the host, and a reply
+ * that raced the re-arm was published with no interrupt (the device read
+ * the old used_event). The sim's weak_order device sees only what the
+ * driver stored before its last register access: a frame that comes while
+ * the guest halts must still interrupt, because the re-arm makes that
+ * access (virtq_enable_cb_after()). Where fences reach the device (KVM) no
+ * register read is made. */
+static void test_idle_weak_fences(void)
+{
+	struct vnet_idle_stats st;
+	uint64_t dt;
+
+	if (VNET_IS_IDLE_POLL || !dev_open(SIM_MANUAL))
+		return;
+	sim.q[VNET_RXQ].weak_order = true;
+	shim_halt_hook = coal_hook;
+	idle_deadline_ns = 0;
+	coal_inject = 0; /* halt builds halt on this first pass already */
+	vnet_poll(vn);
+	vnet_idle(vn, idle_deadline, NULL);
+	for (int i = 0; i < 3; i++) {
+		dt = coal_halt(1);
+		CHECK_EQ(1, coal_armed_k, "RR-like: armed for the next frame");
+		CHECK_EQ(1, coal_first_irq, "the frame that came during the halt interrupted");
+		CHECK(dt < VNET_IDLE_HALT_MAX_US * 1000ull, "woken before the halt bound");
+		coal_drain();
+	}
+	vnet_idle_counters(vn, &st);
+	CHECK_EQ(0, st.lost_wakeups, "no lost wake-up with a weakly ordered device");
+	CHECK(st.dev_syncs >= 3, "a register read at every re-arm (accel tcg)");
+	CHECK_EQ(0, sim.driver_errors, "ring rules");
+
+	shim_accel = "kvm";
+	if (dev_open(SIM_MANUAL)) {
+		coal_inject = 0;
+		vnet_poll(vn);
+		vnet_idle(vn, idle_deadline, NULL);
+		coal_halt(1);
+		CHECK_EQ(1, coal_first_irq, "kvm: the frame interrupted");
+		coal_drain();
+		vnet_idle_counters(vn, &st);
+		CHECK_EQ(0, st.dev_syncs, "kvm: fences reach the device, no register read");
+	}
+	shim_accel = "tcg";
+	shim_halt_hook = NULL;
+}
+
 int main(void)
 {
 	printf("test_vnet variant=%s\n", vnet_variant());
@@ -1559,6 +1607,7 @@ int main(void)
 	RUN(test_link_down);
 	RUN(test_idle_policy);
 	RUN(test_rx_coalesce);
+	RUN(test_idle_weak_fences);
 	printf("test_vnet %s: %d checks, %d failed\n", vnet_variant(), check_total, check_failed);
 	return check_failed ? 1 : 0;
 }
