@@ -149,6 +149,17 @@ void virtq_publish(struct virtq *vq)
 	vq->avail_pub = vq->avail_idx;
 }
 
+/* The device's answer to [old_idx, new_idx): its avail_event in that
+ * window (2.7.10), or without EVENT_IDX its NO_NOTIFY flag clear. */
+static bool virtq_kick_needed(const struct virtq *vq, uint16_t new_idx, uint16_t old_idx)
+{
+	if (vq->unkicked >= 0x10000u)
+		return true; /* window wider than the index space: always ask */
+	if (vq->event_idx)
+		return virtq_need_event(virtq_load16(vq->avail_event), new_idx, old_idx);
+	return !(virtq_load16(&vq->used->flags) & VIRTQ_USED_F_NO_NOTIFY);
+}
+
 /*
  * Decide whether what was published since the previous decision needs a
  * notification (2.7.13.4 / 2.7.10). Deciding and notifying are separate so a
@@ -167,12 +178,25 @@ bool virtq_kick_prepare(struct virtq *vq)
 	 * before we read its answer, or both sides see stale values, the
 	 * device goes idle and we skip the kick it needed. */
 	arch_mb();
-	if (vq->unkicked >= 0x10000u)
-		need = true; /* window wider than the index space: always ask */
-	else if (vq->event_idx)
-		need = virtq_need_event(virtq_load16(vq->avail_event), new_idx, old_idx);
-	else
-		need = !(virtq_load16(&vq->used->flags) & VIRTQ_USED_F_NO_NOTIFY);
+	need = virtq_kick_needed(vq, new_idx, old_idx);
+	/* Barrier B under an emulator whose fences do not reach the host
+	 * (QEMU 7.2 TCG with one vCPU, virtq_enable_cb_after()): our
+	 * avail->idx store may still sit in the host CPU's store buffer while
+	 * we read avail_event. The device can meanwhile finish the old
+	 * entries, set avail_event to the old index, re-check avail->idx
+	 * without our store and go idle; suppressing now would be final,
+	 * since every later window starts past that event (a TX or RX queue
+	 * stalled for good). A device register read drains our store under
+	 * the device model's lock; what we read after it is the device's
+	 * answer to it. Only a suppression needs it: a kick is a register
+	 * write itself. */
+	if (!need && vq->sync) {
+		vq->stats.kick_syncs++;
+		vq->sync(vq->sync_ctx);
+		need = virtq_kick_needed(vq, new_idx, old_idx);
+
+		vq->stats.kick_saves += need;
+	}
 	vq->kick_old = new_idx;
 	vq->unkicked = 0;
 	if (!need)

@@ -49,6 +49,8 @@ struct virtq_stats {
 	uint64_t len_readonly; /* used len > 0 on a chain with nothing writable: ignored */
 	uint64_t cb_enables;   /* virtq_enable_cb() calls (halt policies re-arming) */
 	uint64_t syncs;        /* device register reads made by virtq_enable_cb_after() */
+	uint64_t kick_syncs;   /* ... and by virtq_kick_prepare() before a suppression */
+	uint64_t kick_saves;   /* of those, suppressions the re-read turned into a kick */
 };
 
 /* Notify the device that queue qidx has new buffers up to avail_idx (the
@@ -56,7 +58,9 @@ struct virtq_stats {
 typedef void (*virtq_notify_fn)(void *ctx, uint16_t qidx, uint16_t avail_idx);
 /* A device register read with no side effect, made between the driver's
  * re-arm store and its re-read of used->idx (virtq_enable_cb_after() says
- * why). Only where the CPU's fences may not reach the device. */
+ * why), and between its publish and the re-read of the device's answer
+ * before it suppresses a kick (virtq_kick_prepare()). Only where the CPU's
+ * fences may not reach the device. */
 typedef void (*virtq_sync_fn)(void *ctx);
 /* Zeroed memory, physical address == pointer. pmm_alloc() in the guest. */
 typedef void *(*virtq_alloc_fn)(size_t size, size_t align);

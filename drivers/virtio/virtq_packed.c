@@ -258,22 +258,15 @@ void virtq_publish(struct virtq *vq)
  * ENABLE (always), DISABLE (never), or with EVENT_IDX, DESC: only once the
  * descriptor at (off, wrap) has been made available.
  */
-bool virtq_kick_prepare(struct virtq *vq)
+/* The device's answer (its Device Area) to what was made available since
+ * the previous decision. */
+static bool virtq_kick_needed(const struct virtq *vq)
 {
 	uint16_t new_pos = vq->pub_pos, old_pos, event, flags;
-	uint32_t ev;
+	uint32_t ev =
+	    virtq_load32((const uint32_t *)vq->device_event); /* off_wrap and flags, untorn */
 	bool need;
 
-	if (vq->unkicked == 0)
-		return false;
-	/* Barrier B (pairs with the device's full barrier between writing
-	 * the Device Area and re-reading the next available descriptor): our
-	 * flags stores must be visible before we read its answer, or both
-	 * sides see stale values and the device sleeps on work (2.8.21.2:
-	 * "a suitable memory barrier before reading the Event Suppression
-	 * structure"). */
-	arch_mb();
-	ev = virtq_load32((const uint32_t *)vq->device_event); /* off_wrap and flags, untorn */
 	flags = (uint16_t)((ev >> 16) & 3);
 	if (vq->unkicked_desc >= vq->size) {
 		need = true; /* a whole lap undecided: the window aliases, always ask */
@@ -291,6 +284,33 @@ bool virtq_kick_prepare(struct virtq *vq)
 		/* ENABLE, or DESC without EVENT_IDX (not valid: ask anyway);
 		 * the reserved value 3 counts as enabled too. */
 		need = flags != VIRTQ_EVENT_F_DISABLE;
+	}
+	return need;
+}
+
+bool virtq_kick_prepare(struct virtq *vq)
+{
+	bool need;
+
+	if (vq->unkicked == 0)
+		return false;
+	/* Barrier B (pairs with the device's full barrier between writing
+	 * the Device Area and re-reading the next available descriptor): our
+	 * flags stores must be visible before we read its answer, or both
+	 * sides see stale values and the device sleeps on work (2.8.21.2:
+	 * "a suitable memory barrier before reading the Event Suppression
+	 * structure"). */
+	arch_mb();
+	need = virtq_kick_needed(vq);
+	/* Under an emulator whose fences do not reach the host, a register
+	 * read before a suppression (virtq.c, virtq_kick_prepare(): a
+	 * suppression read from a stale Device Area would be final). */
+	if (!need && vq->sync) {
+		vq->stats.kick_syncs++;
+		vq->sync(vq->sync_ctx);
+		need = virtq_kick_needed(vq);
+
+		vq->stats.kick_saves += need;
 	}
 	vq->unkicked = 0;
 	vq->unkicked_desc = 0;
