@@ -34,11 +34,15 @@ LRO = "offload:base-every-ei1-eager-inline-zc1"
 PK = "drivers/virtio/virtq_packed.c"
 PACKED = "base-every-ei1-eager-inline-zc1-packed"
 MUTANTS = [
+    # Barrier B under an emulator (virtq_set_sync()): the TX stall.
+    ("kick_prepare trusts a no without the register read", "drivers/virtio/virtq.c",
+     "\tif (!need && vq->sync) {", "\tif (0 && vq->sync) {", ["virtq"]),
+    ("kick_prepare does not read the answer again after the sync", "drivers/virtio/virtq.c",
+     "\t\tvq->sync(vq->sync_ctx);\n\t\tneed = virtq_device_asks(vq, new_idx, old_idx);",
+     "\t\tvq->sync(vq->sync_ctx);", ["virtq"]),
     # Barrier B under an emulator that drops MFENCE (QEMU 7.2 TCG, one
     # vCPU): a suppression read before our publish reached the device is a
     # kick lost for good; the register read before it is the fix.
-    ("split: no register read before a suppressed kick (stale avail_event, lost kick)",
-     "drivers/virtio/virtq.c", "if (!need && vq->sync) {", "if (!need && vq->sync && 0) {", ["virtq"]),
     ("packed: no register read before a suppressed kick (stale Device Area, lost kick)", PK,
      "if (!need && vq->sync) {", "if (!need && vq->sync && 0) {", ["virtq_packed"]),
     ("kick-side register read only for the halt policies (poll builds lose kicks under TCG)",

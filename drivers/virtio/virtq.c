@@ -8,8 +8,8 @@
  *   B  kick_prepare: avail->idx store, then avail_event / used->flags load
  *   C  get_used:     used->idx load, then used ring entry loads
  *   D  enable_cb:    used_event / avail->flags store, then used->idx load
- *                    (plus a device register read under an emulator whose
- *                    fences do not reach the host: virtq_set_sync())
+ * (B and D plus a device register read under an emulator whose fences do
+ * not reach the host: virtq_set_sync())
  * x86-64 write-back memory keeps store/store and load/load order, so A and C
  * only stop the compiler (arch_wmb/arch_rmb); B and D are store-then-load
  * and need arch_mb(), as in Linux virtqueue_kick_prepare_split() and
@@ -149,9 +149,14 @@ void virtq_publish(struct virtq *vq)
 	vq->avail_pub = vq->avail_idx;
 }
 
-/* The device's answer to [old_idx, new_idx): its avail_event in that
- * window (2.7.10), or without EVENT_IDX its NO_NOTIFY flag clear. */
-static bool virtq_kick_needed(const struct virtq *vq, uint16_t new_idx, uint16_t old_idx)
+/*
+ * Decide whether what was published since the previous decision needs a
+ * notification (2.7.13.4 / 2.7.10). Deciding and notifying are separate so a
+ * batching policy can decide once for many frames and count both.
+ */
+/* Does the device's answer (avail_event, or NO_NOTIFY) ask for a kick for
+ * the entries [old, new)? */
+static bool virtq_device_asks(const struct virtq *vq, uint16_t new_idx, uint16_t old_idx)
 {
 	if (vq->unkicked >= 0x10000u)
 		return true; /* window wider than the index space: always ask */
@@ -160,11 +165,6 @@ static bool virtq_kick_needed(const struct virtq *vq, uint16_t new_idx, uint16_t
 	return !(virtq_load16(&vq->used->flags) & VIRTQ_USED_F_NO_NOTIFY);
 }
 
-/*
- * Decide whether what was published since the previous decision needs a
- * notification (2.7.13.4 / 2.7.10). Deciding and notifying are separate so a
- * batching policy can decide once for many frames and count both.
- */
 bool virtq_kick_prepare(struct virtq *vq)
 {
 	uint16_t old_idx = vq->kick_old, new_idx = vq->avail_pub;
@@ -178,24 +178,20 @@ bool virtq_kick_prepare(struct virtq *vq)
 	 * before we read its answer, or both sides see stale values, the
 	 * device goes idle and we skip the kick it needed. */
 	arch_mb();
-	need = virtq_kick_needed(vq, new_idx, old_idx);
-	/* Barrier B under an emulator whose fences do not reach the host
-	 * (QEMU 7.2 TCG with one vCPU, virtq_enable_cb_after()): our
-	 * avail->idx store may still sit in the host CPU's store buffer while
-	 * we read avail_event. The device can meanwhile finish the old
-	 * entries, set avail_event to the old index, re-check avail->idx
-	 * without our store and go idle; suppressing now would be final,
-	 * since every later window starts past that event (a TX or RX queue
-	 * stalled for good). A device register read drains our store under
-	 * the device model's lock; what we read after it is the device's
-	 * answer to it. Only a suppression needs it: a kick is a register
-	 * write itself. */
+	need = virtq_device_asks(vq, new_idx, old_idx);
+	/* Barrier B under an emulator whose fences do not reach the device
+	 * (virtq_enable_cb_after() says why): the answer we read may predate
+	 * our avail->idx store reaching the device, and the device, having
+	 * re-armed and found nothing new, then waits for a kick we skip (the
+	 * TX stall of QEMU 7.2 TCG at high rate). Before trusting a "no", a
+	 * register read serialises us with the device, and we read again.
+	 * A "yes" needs no proof: a kick too many is harmless. */
 	if (!need && vq->sync) {
 		vq->stats.kick_syncs++;
 		vq->sync(vq->sync_ctx);
-		need = virtq_kick_needed(vq, new_idx, old_idx);
-
-		vq->stats.kick_saves += need;
+		need = virtq_device_asks(vq, new_idx, old_idx);
+		if (need)
+			vq->stats.kick_rescues++;
 	}
 	vq->kick_old = new_idx;
 	vq->unkicked = 0;

@@ -49,8 +49,8 @@ struct virtq_stats {
 	uint64_t len_readonly; /* used len > 0 on a chain with nothing writable: ignored */
 	uint64_t cb_enables;   /* virtq_enable_cb() calls (halt policies re-arming) */
 	uint64_t syncs;        /* device register reads made by virtq_enable_cb_after() */
-	uint64_t kick_syncs;   /* ... and by virtq_kick_prepare() before a suppression */
-	uint64_t kick_saves;   /* of those, suppressions the re-read turned into a kick */
+	uint64_t kick_syncs;   /* ... by virtq_kick_prepare() before trusting a "no" */
+	uint64_t kick_rescues; /* ... after which the device did ask for the kick */
 };
 
 /* Notify the device that queue qidx has new buffers up to avail_idx (the

@@ -310,7 +310,8 @@ bool virtq_kick_prepare(struct virtq *vq)
 		vq->sync(vq->sync_ctx);
 		need = virtq_kick_needed(vq);
 
-		vq->stats.kick_saves += need;
+		if (need)
+			vq->stats.kick_rescues++;
 	}
 	vq->unkicked = 0;
 	vq->unkicked_desc = 0;

@@ -287,8 +287,8 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 	if (vn->rxq.packed != VNET_IS_RING_PACKED)
 		return vnet_step_fail(vn, err, errlen, "step 7 (queues)",
 		                      "ring file linked does not match VNET_RING (build error)");
-	/* Barrier D (the halt policies' re-arm) and barrier B (every kick
-	 * decision that would suppress a kick, all policies). */
+	/* Every build decides kicks (barrier B); the halt policies also
+	 * re-arm notifications (barrier D). */
 	if (!vnet_fences_reach_device()) {
 		virtq_set_sync(&vn->rxq, vnet_dev_sync, vn);
 		virtq_set_sync(&vn->txq, vnet_dev_sync, vn);
@@ -483,14 +483,14 @@ void vnet_counters(const struct vnet *vn, struct vnet_counters *rx, struct vnet_
 	*tx = vn->tx;
 	rx->kicks = vn->rxq.stats.kicks;
 	rx->kicks_suppressed = vn->rxq.stats.kicks_suppressed;
-	rx->kick_syncs = vn->rxq.stats.kick_syncs;
-	rx->kick_saves = vn->rxq.stats.kick_saves;
 	rx->device_errors = vn->rx.device_errors + virtq_faults(&vn->rxq);
 	tx->kicks = vn->txq.stats.kicks;
 	tx->kicks_suppressed = vn->txq.stats.kicks_suppressed;
-	tx->kick_syncs = vn->txq.stats.kick_syncs;
-	tx->kick_saves = vn->txq.stats.kick_saves;
 	tx->device_errors = virtq_faults(&vn->txq);
+	rx->kick_syncs = vn->rxq.stats.kick_syncs;
+	rx->kick_rescues = vn->rxq.stats.kick_rescues;
+	tx->kick_syncs = vn->txq.stats.kick_syncs;
+	tx->kick_rescues = vn->txq.stats.kick_rescues;
 	rx->irqs = virtio_dev_irqs(&vn->vd)[1 + VNET_RXQ];
 	tx->irqs = virtio_dev_irqs(&vn->vd)[1 + VNET_TXQ];
 }
@@ -503,12 +503,12 @@ const char *vnet_irq_mode(const struct vnet *vn)
 static void vnet_print_queue(const char *name, const struct vnet_counters *c)
 {
 	printf("COUNTERS {\"queue\":\"%s\",\"frames\":%llu,\"bytes\":%llu,\"kicks\":%llu,"
-	       "\"kicks_suppressed\":%llu,\"kick_syncs\":%llu,\"kick_saves\":%llu,"
+	       "\"kicks_suppressed\":%llu,\"kick_syncs\":%llu,\"kick_rescues\":%llu,"
 	       "\"reclaim_calls\":%llu,\"reclaimed\":%llu,"
 	       "\"idle_reclaim_calls\":%llu,\"idle_reclaimed\":%llu,\"reclaim_hist\":[",
 	       name, (unsigned long long)c->frames, (unsigned long long)c->bytes,
 	       (unsigned long long)c->kicks, (unsigned long long)c->kicks_suppressed,
-	       (unsigned long long)c->kick_syncs, (unsigned long long)c->kick_saves,
+	       (unsigned long long)c->kick_syncs, (unsigned long long)c->kick_rescues,
 	       (unsigned long long)c->reclaim_calls, (unsigned long long)c->reclaimed,
 	       (unsigned long long)c->idle_reclaim_calls, (unsigned long long)c->idle_reclaimed);
 	for (int i = 0; i < VNET_COUNTER_BUCKETS; i++)

@@ -109,10 +109,10 @@ struct vnet_counters {
 	uint64_t frames, bytes;
 	uint64_t kicks;            /* notify writes */
 	uint64_t kicks_suppressed; /* kick decisions that found no notify needed */
-	uint64_t kick_syncs;       /* device reads before a suppression (an emulator's fences) */
-	uint64_t kick_saves;    /* ... after which the device did need the kick (a race caught) */
-	uint64_t reclaim_calls; /* TX: calls of the one reclaim routine */
-	uint64_t reclaimed;     /* TX: descriptor chains (frames) taken back */
+	uint64_t kick_syncs;       /* register reads before trusting a "no" (emulator) */
+	uint64_t kick_rescues;     /* ... that turned it into a kick */
+	uint64_t reclaim_calls;    /* TX: calls of the one reclaim routine */
+	uint64_t reclaimed;        /* TX: descriptor chains (frames) taken back */
 	uint64_t reclaim_hist[VNET_COUNTER_BUCKETS];
 	uint64_t idle_reclaim_calls; /* TX: liveness reclaims (TX idle, completions waiting) */
 	uint64_t idle_reclaimed;     /* TX: frames they took back */

@@ -753,7 +753,7 @@ static void pkick_sync_case(bool desc_event, bool with_sync)
 	CHECK_EQ(1, kicked, "packed: after the register read the idle device gets its kick");
 	CHECK_EQ(1, psync_calls, "packed: one register read, before the would-be suppression");
 	CHECK_EQ(1, vq.stats.kick_syncs, "packed: counted");
-	CHECK_EQ(1, vq.stats.kick_saves, "packed: counted as a kick the read saved");
+	CHECK_EQ(1, vq.stats.kick_rescues, "packed: counted as a kick the read saved");
 	ring_add(1, 3);
 	virtq_publish(&vq);
 	vq.device_event->flags = VIRTQ_EVENT_F_ENABLE;
