@@ -90,6 +90,7 @@ static void fail_if_device_broken(void)
 	if (vnet_check(vn) < 0) {
 		kernel_set_error_hook(NULL); /* the counters below include the IDLE line */
 		vnet_print_counters(vn);
+		vnet_print_rings(vn); /* as every other ERROR's dump (print_counters_on_error) */
 		kernel_error("virtio-net", "%s (backend %s)", vnet_error(vn), backend);
 	}
 }

@@ -362,7 +362,7 @@ def test_a_stalled_echo_asks_the_appliance_for_its_state(t):
         if r.returncode != 1 or not any("appliance state asked" in e for e in res["errors"]) or asked["ctl"] != "state":
             raise Fail(f"silent echo: expected netpeer to fail after asking for the state, got status {r.returncode}, "
                        f"{res}, control port saw {asked}")
-        print(f"    state snapshot: RING rx used {rings[0]['used_idx']} / last_used {rings[0]['last_used']}, "
+        print(f"    state snapshot: RING rx used {rings[0]['dev_used']} / last_used {rings[0]['last_used']}, "
               f"{len(est)} TCP lines; the peer asked a silent echo for its state before failing")
 
 
