@@ -118,7 +118,8 @@ MUTANTS = [
 
     # The idle policy (issue 12): re-arm, re-check, bounded halts.
     ("enable_cb does not re-check the ring", "drivers/virtio/virtq.c",
-     "\t}\n\treturn virtq_used_count(vq) >= k;", "\t}\n\treturn false;",
+     "\t\tvq->sync(vq->sync_ctx);\n\t}\n\treturn virtq_used_count(vq) >= k;",
+     "\t\tvq->sync(vq->sync_ctx);\n\t}\n\treturn false;",
      ["virtq", "base-every-ei1-eager-inline-zc1-idle_halt"]),
     ("enable_cb does not move used_event", "drivers/virtio/virtq.c",
      "\t\tvirtq_store16(vq->used_event, (uint16_t)(vq->last_used + k - 1));\n\telse\n\t\tvirtq_store16(&vq->avail->flags, 0);",

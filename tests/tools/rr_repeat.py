@@ -41,9 +41,9 @@ def one_run(kernel, guest_args, extra):
             r = lib.json_line(g, "RESULT")
             idle = lib.json_line(g, "IDLE")
             return {"lost_wakeups": r["lost_wakeups"], "lat_max_ms": round(r["lat_max_ns"] / 1e6, 2),
-                    "tps": r["tps"], "p50_us": round(r["lat_p50_ns"] / 1e3, 1), "halts": idle["halts"], "timer_wakes": idle["timer_wakes"],
-                    "arm_races": idle["arm_races"], "dev_syncs": idle.get("dev_syncs", 0),
-                    "lost": r["lost"], "errors": r["errors"]}
+                    "tps": r["tps"], "p50_us": round(r["lat_p50_ns"] / 1e3, 1), "halts": idle["halts"],
+                    "timer_wakes": idle["timer_wakes"], "arm_races": idle["arm_races"],
+                    "dev_syncs": idle.get("dev_syncs", 0), "lost": r["lost"], "errors": r["errors"]}
     finally:
         t.close()
 
