@@ -40,7 +40,12 @@ PVH_LINK = $(CC) -nostdlib -static -no-pie -Wl,-T,linker/pvh.ld -Wl,--no-dynamic
 	-Wl,--build-id=none -Wl,-z,noexecstack -Wl,--no-warn-rwx-segments $(LDPRINTF)
 
 KERNEL_SRCS := $(wildcard kernel/*.c kernel/*.S)
-DRIVER_SRCS := $(wildcard drivers/virtio/*.c)
+# RING=split|packed picks the one virtqueue file a build links: virtq.c or
+# virtq_packed.c (mk/variants.mk checks the value and sets VNET_RING).
+ring_file = drivers/virtio/$(if $(filter packed,$(1)),virtq_packed.c,virtq.c)
+RING_FILES := drivers/virtio/virtq.c drivers/virtio/virtq_packed.c
+driver_srcs = $(filter-out $(filter-out $(call ring_file,$(1)),$(RING_FILES)),$(wildcard drivers/virtio/*.c))
+DRIVER_SRCS := $(call driver_srcs,$(RING))
 NET_SRCS    := $(if $(wildcard drivers/virtio/vnet.c),$(wildcard net/*.c))
 # lwIP 2.1.3 from deps/ (fetched by host/deps.sh): NO_SYS core, IPv4,
 # Ethernet, lwiperf. Listed, not globbed, so a fresh clone parses before

@@ -15,6 +15,8 @@
 #     --cpu MODEL         QEMU CPU model (default: per accelerator, see below)
 #     --net user|tap:IF|none  NIC backend: slirp, an existing tap, or no NIC
 #     --vhost             with tap: vhost=on (needs /dev/vhost-net)
+#     --packed            offer the packed virtqueue layout (packed=on, virtio 1.2
+#                         2.8): what RING=packed builds need; split builds ignore it
 #     --mem MIB           guest memory (default 512)
 #     --timeout SEC       hard limit for the whole boot (default 60)
 #
@@ -45,6 +47,7 @@ machine=pc
 accel=auto
 net=user
 vhost=0
+packed=0
 mem=512
 tmo=60
 cpu_model=
@@ -70,6 +73,7 @@ while [ $# -gt 0 ]; do
 	--accel) accel=$2; shift 2 ;;
 	--net) net=$2; shift 2 ;;
 	--vhost) vhost=1; shift ;;
+	--packed) packed=1; shift ;;
 	--mem) mem=$2; shift 2 ;;
 	--cpu) cpu_model=$2; shift 2 ;;
 	--timeout) tmo=$2; shift 2 ;;
@@ -134,6 +138,9 @@ microvm*)
 	args+=(-global virtio-mmio.force-legacy=false)
 	;;
 esac
+# packed=on is a virtio device property (both transports): the device then
+# offers VIRTIO_F_RING_PACKED, which a split build simply does not take.
+[ "$packed" = 1 ] && nic="$nic,packed=on"
 case "$net" in
 none) ;;
 user) args+=(-netdev user,id=n0 -device "$nic") ;;
@@ -149,7 +156,7 @@ tap:*)
 *) die "unknown net '$net' (user|tap:IFNAME|none)" ;;
 esac
 
-echo "qemu-run: accel=$accel cpu=${cpu[3]} machine=$machine net=$net boot=$([ -n "$image" ] && echo efi || echo pvh)" >&2
+echo "qemu-run: accel=$accel cpu=${cpu[3]} machine=$machine net=$net packed=$packed boot=$([ -n "$image" ] && echo efi || echo pvh)" >&2
 s=0
 timeout --foreground --kill-after=5 "$tmo" qemu-system-x86_64 "${args[@]}" "${extra[@]}" </dev/null || s=$?
 if [ "$s" = 124 ] || [ "$s" = 137 ]; then

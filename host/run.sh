@@ -25,6 +25,9 @@
 #                           microvm,acpi=off (virtio-mmio from the kernel command line)
 #   KERNEL=ELF              the image to boot, e.g. a variant's (default: --kernel's,
 #                           else build/vnetlab.elf)
+#   RING=split              the virtqueue layout the kernel was built with (`make run
+#                           RING=packed` builds and boots a packed one): packed adds
+#                           packed=on to the device, which a packed build needs
 #
 # Exit status: 0 when every benchmark produced its RESULT line and the guest's
 # console ended with "vnetlab exit status=0"; else the first failing guest's
@@ -59,6 +62,7 @@ warmup=${WARMUP:-1}
 net=${NET:-auto}
 args=${ARGS:-}
 machine=${MACHINE:-pc}
+ring=${RING:-split}
 
 die() {
 	echo "run: error: $*" >&2
@@ -69,6 +73,7 @@ need() { # command, Debian package
 }
 
 case "$role" in client | server) ;; *) die "ROLE must be client or server, not '$role'" ;; esac
+case "$ring" in split | packed) ;; *) die "RING must be split or packed, not '$ring'" ;; esac
 for kv in REQ:req RESP:resp INSTANCES:instances BURST:burst MSG:msg DURATION:seconds WARMUP:warmup; do
 	n=${kv#*:}
 	[[ ${!n} =~ ^[0-9]+$ ]] || die "${kv%%:*} must be a number, not '${!n}'"
@@ -85,6 +90,15 @@ need qemu-system-x86_64 qemu-system-x86
 need python3 python3
 
 qemu_run=("$top/host/qemu-run.sh" --kernel "$kernel" --machine "$machine")
+# The NIC for slirp with port forwards, which boot() passes to QEMU itself:
+# the same device qemu-run.sh picks for the machine (virtio-mmio on
+# microvm), with packed=on for RING=packed.
+user_nic="virtio-net-pci,netdev=n0,disable-legacy=on,romfile="
+case "$machine" in microvm*) user_nic="virtio-net-device,netdev=n0" ;; esac
+if [ "$ring" = packed ]; then
+	qemu_run+=(--packed)
+	user_nic="$user_nic,packed=on"
+fi
 
 # Plain boot, the way `make run ARGS="test=clock"` always worked.
 if [[ " $args " =~ \ (app|test)= ]]; then
@@ -179,7 +193,7 @@ boot() {
 	local netargs=("${guest_net[@]}") extra=()
 	if [ "$net" = user ]; then
 		netargs=(--net none)
-		extra=(-- -netdev "user,id=n0$fwd" -device "virtio-net-pci,netdev=n0,disable-legacy=on,romfile=")
+		extra=(-- -netdev "user,id=n0$fwd" -device "$user_nic")
 	fi
 	setsid "${in_ns[@]}" "${qemu_run[@]}" "${netargs[@]}" --timeout "$tmo" --append "$kargs" "${extra[@]}" \
 		>"$tmp/guest.log" 2>"$tmp/qemu.err" &

@@ -11,6 +11,7 @@
 #     RECLAIM_K=N  LAZY_THRESH=N  TX_IDLE_RECLAIM_US=N  RX_BUDGET=N  KICK_BURST_MAX=N  KICK_TIMER_US=N  QUEUE_MAX=N
 #     OFFLOAD=lro|tso|csum|none  MRG_RXBUF=0|1  NOTIFICATION_DATA=0|1
 #     IDLE=poll|halt|adaptive  IDLE_POLL_US=N  IDLE_HALT_MAX_US=N  RELAX=none|pause
+#     RING=split|packed (the Makefile links virtq.c or virtq_packed.c)
 #     (unset variables keep the header's defaults; changing them rebuilds
 #     the driver objects, see VARIANT_STAMP)
 #   make variants   every legal TX_RECLAIM x TX_KICK x EVENT_IDX x AVAIL_PUBLISH
@@ -20,9 +21,10 @@
 #
 # A variant's name spells its choices in that order, plus optional extras:
 #   base-every-ei1-eager-inline-zc1[-off_none|-off_csum|-off_tso][-mrg][-nd]
-#     [-idle_halt|-idle_adaptive][-relax_pause]
+#     [-idle_halt|-idle_adaptive][-relax_pause][-packed]
 # (no -off_ word: the default, offload=tso+lro; no -idle_ word: idle=poll;
-# -idle_adaptive polls IDLE_POLL_US=50 before it halts)
+# -idle_adaptive polls IDLE_POLL_US=50 before it halts; -packed: the packed
+# virtqueue layout, virtio 1.2 2.8, instead of the split one)
 
 # The 2011 thread's variants first (vnet_policy.h quotes their definition),
 # then this project's extra policies.
@@ -89,6 +91,9 @@ endif
 ifdef RELAX
 VARIANT_CFLAGS += -DVNET_RELAX_PAUSE=$(if $(filter pause,$(call variant_pick,RELAX,$(RELAX),none pause)),1,0)
 endif
+ifdef RING
+VARIANT_CFLAGS += -DVNET_RING=VNET_RING_$(if $(filter packed,$(call variant_pick,RING,$(RING),split packed)),PACKED,SPLIT)
+endif
 # Numbers: range-checked by vnet_policy.h's #errors.
 VARIANT_CFLAGS += $(if $(RECLAIM_K),-DVNET_RECLAIM_K=$(RECLAIM_K)) \
 	$(if $(LAZY_THRESH),-DVNET_LAZY_THRESH=$(LAZY_THRESH)) \
@@ -126,7 +131,9 @@ variant_flags = -DVNET_TX_RECLAIM=VNET_RECLAIM_$(VARIANT_UC_$(call variant_word,
 	$(if $(filter nd,$(subst -, ,$(1))),-DVNET_NOTIFICATION_DATA=1) \
 	$(foreach i,halt adaptive,$(if $(filter idle_$(i),$(subst -, ,$(1))),-DVNET_IDLE=VNET_IDLE_$(VARIANT_UC_idle_$(i)))) \
 	$(if $(filter relax_pause,$(subst -, ,$(1))),-DVNET_RELAX_PAUSE=1) \
-	$(foreach w,$(filter rxc%,$(subst -, ,$(1))),-DVNET_RX_COALESCE=$(patsubst rxc%,%,$(w)))
+	$(foreach w,$(filter rxc%,$(subst -, ,$(1))),-DVNET_RX_COALESCE=$(patsubst rxc%,%,$(w))) \
+	$(if $(call variant_packed,$(1)),-DVNET_RING=VNET_RING_PACKED)
+variant_packed = $(filter packed,$(subst -, ,$(1)))
 
 VARIANT_CROSS := $(foreach r,$(VARIANT_RECLAIMS),$(foreach k,$(VARIANT_KICKS),$(foreach e,0 1,\
 	$(foreach a,eager batched,$(foreach h,inline chain,$(foreach z,0 1,\
@@ -141,7 +148,27 @@ VARIANT_IDLE_LINKED := $(foreach i,halt adaptive,$(foreach k,$(VARIANT_KICKS),\
 	base-$(k)-ei1-eager-inline-zc1-idle_$(i))) base-every-ei0-eager-inline-zc1-idle_halt \
 	base-every-ei1-eager-inline-zc1-relax_pause base-every-ei1-eager-inline-zc1-idle_adaptive-relax_pause \
 	base-every-ei1-eager-inline-zc1-idle_halt-rxc64 base-burst-ei1-eager-inline-zc1-idle_adaptive-rxc64
-VARIANT_LEGAL := $(foreach v,$(VARIANT_CROSS),$(if $(call variant_illegal,$(v)),,$(v))) \
+# Linked for the packed-ring tests (tests/cases/test_packed.py): each
+# TX_KICK, each other TX_RECLAIM (with the kicks in turn), the flag
+# protocol (no EVENT_IDX), and a halting build.
+VARIANT_PACKED_LINKED := $(foreach k,$(VARIANT_KICKS),base-$(k)-ei1-eager-inline-zc1-packed) \
+	v0-burst-ei1-eager-inline-zc1-packed v1-deferred-ei1-eager-inline-zc1-packed \
+	v2-timer-ei1-eager-inline-zc1-packed v3-every-ei1-eager-inline-zc1-packed \
+	after-burst-ei1-eager-inline-zc1-packed lazy-deferred-ei1-eager-inline-zc1-packed \
+	poll-timer-ei1-eager-inline-zc1-packed \
+	base-every-ei0-eager-inline-zc1-packed base-every-ei1-eager-inline-zc1-idle_halt-packed
+# Packed: every TX_RECLAIM x TX_KICK x EVENT_IDX, then the other policies
+# over a spread (the ring file is compiled with each).
+VARIANT_PACKED_LEGAL := $(foreach r,$(VARIANT_RECLAIMS),$(foreach k,$(VARIANT_KICKS),$(foreach e,0 1,\
+	$(r)-$(k)-ei$(e)-eager-inline-zc1-packed))) \
+	$(foreach r,base v1 v2 poll,$(foreach k,burst deferred timer,$(r)-$(k)-ei1-batched-inline-zc1-packed)) \
+	$(foreach r,base v3 after lazy,$(r)-every-ei1-eager-chain-zc0-packed) \
+	$(foreach o,none csum tso,base-every-ei1-eager-inline-zc1-off_$(o)-packed) \
+	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd-packed \
+	$(foreach i,halt adaptive,$(foreach k,$(VARIANT_KICKS),base-$(k)-ei1-eager-inline-zc1-idle_$(i)-packed)) \
+	base-every-ei0-eager-inline-zc1-idle_halt-packed \
+	base-every-ei1-eager-inline-zc1-idle_halt-rxc64-packed base-burst-ei1-eager-inline-zc1-idle_adaptive-rxc16-packed
+VARIANT_LEGAL := $(VARIANT_PACKED_LEGAL) $(foreach v,$(VARIANT_CROSS),$(if $(call variant_illegal,$(v)),,$(v))) \
 	$(foreach o,none csum tso,$(foreach k,$(VARIANT_KICKS),base-$(k)-ei1-eager-inline-zc1-off_$(o))) \
 	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd poll-burst-ei0-batched-chain-zc0-off_none-mrg-nd \
 	$(foreach r,$(VARIANT_RECLAIMS),$(foreach i,halt adaptive,$(r)-every-ei1-eager-inline-zc1-idle_$(i) \
@@ -162,17 +189,21 @@ VARIANT_OFFLOAD_LINKED := $(foreach o,none csum tso,$(foreach k,$(VARIANT_KICKS)
 	base-timer-ei1-eager-inline-zc1
 VARIANT_LINKED += $(VARIANT_OFFLOAD_LINKED)
 VARIANT_LINKED += $(VARIANT_IDLE_LINKED)
+VARIANT_LINKED += $(VARIANT_PACKED_LINKED)
 
 VARIANT_DIR := $(O)/v
-# virtq.c and the transports (virtio_pci.c, virtio_mmio.c, virtio_dev.c) read
-# no policy (only VIRTQ_MAX_SIZE): the main build compiles them; these are
-# compiled once per variant.
+# The ring files and the transports (virtio_pci.c, virtio_mmio.c,
+# virtio_dev.c) read no policy (only VIRTQ_MAX_SIZE): the main build
+# compiles them; these are compiled once per variant (and, for a packed
+# variant, virtq_packed.c with them, so it too builds -Werror).
 VARIANT_SRCS := drivers/virtio/vnet.c drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c \
 	drivers/virtio/vnet_idle.c
-variant_objs = $(patsubst drivers/virtio/%.c,$(VARIANT_DIR)/$(1)/%.o,$(VARIANT_SRCS))
-# A linked variant gets all its driver objects, so nothing of the main
-# build's variant (e.g. QUEUE_MAX) leaks in.
-variant_all_objs = $(patsubst drivers/virtio/%.c,$(VARIANT_DIR)/$(1)/%.o,$(DRIVER_SRCS))
+variant_objs = $(patsubst drivers/virtio/%.c,$(VARIANT_DIR)/$(1)/%.o,$(VARIANT_SRCS) \
+	$(if $(call variant_packed,$(1)),$(call ring_file,packed)))
+# A linked variant gets all its driver objects (with its ring file), so
+# nothing of the main build's variant (e.g. QUEUE_MAX, RING) leaks in.
+variant_all_objs = $(patsubst drivers/virtio/%.c,$(VARIANT_DIR)/$(1)/%.o,\
+	$(call driver_srcs,$(if $(call variant_packed,$(1)),packed,split)))
 
 define VARIANT_RULES
 $(VARIANT_DIR)/$(1)/%.o: drivers/virtio/%.c | $(DEPS_STAMP)

@@ -17,6 +17,7 @@
 #include "lwip/dhcp.h"
 #include "lwip/init.h"
 #include "lwip/priv/memp_priv.h"
+#include "lwip/priv/tcp_priv.h"
 #include "lwip/tcp.h"
 #include "lwip/stats.h"
 #include "lwip/timeouts.h"
@@ -260,6 +261,33 @@ uint64_t net_lwip_drops(void)
 	return (uint64_t)lwip_stats.link.drop + lwip_stats.etharp.drop + lwip_stats.ip.drop +
 	       lwip_stats.icmp.drop + lwip_stats.udp.drop + lwip_stats.tcp.drop +
 	       vnetif_arpq_drops() + net_tcp_ooseq_drops();
+}
+
+void net_print_state(void)
+{
+	vnet_print_rings(vn);
+	for (struct tcp_pcb *p = tcp_active_pcbs; p; p = p->next) {
+		unsigned unsent = 0, unacked = 0;
+		unsigned long first = p->unsent ? p->unsent->len : 0;
+
+		for (struct tcp_seg *s = p->unsent; s; s = s->next)
+			unsent++;
+		for (struct tcp_seg *s = p->unacked; s; s = s->next)
+			unacked++;
+		printf(
+		    "TCP {\"local\":%u,\"remote\":%u,\"state\":\"%s\",\"in_flight\":%lu,"
+		    "\"snd_wnd\":%lu,\"snd_wnd_max\":%lu,\"cwnd\":%lu,\"mss\":%u,\"unsent\":%u,"
+		    "\"first_unsent_len\":%lu,\"unacked\":%u,\"snd_queuelen\":%u,\"snd_buf\":%lu,"
+		    "\"rcv_wnd\":%lu,\"rcv_ann_wnd\":%lu,\"persist_backoff\":%u,\"nrtx\":%u,"
+		    "\"rtime\":%d,\"rto\":%d,\"refused\":%d,\"ooseq\":%d}\n",
+		    p->local_port, p->remote_port, tcp_debug_state_str(p->state),
+		    (unsigned long)(p->snd_nxt - p->lastack), (unsigned long)p->snd_wnd,
+		    (unsigned long)p->snd_wnd_max, (unsigned long)p->cwnd, p->mss, unsent, first,
+		    unacked, p->snd_queuelen, (unsigned long)p->snd_buf, (unsigned long)p->rcv_wnd,
+		    (unsigned long)p->rcv_ann_wnd, p->persist_backoff, p->nrtx, p->rtime, p->rto,
+		    p->refused_data != NULL, p->ooseq != NULL);
+	}
+	vnetif_print_pool_line(vn);
 }
 
 void net_print_counters(void)

@@ -17,7 +17,10 @@ void net_configure(void); /* claims ip=, gw= (before cmdline_finish) */
  * wait). Prints "net ip=... gw=... mac=..." or an ERROR line and exits. */
 void net_up(void);
 struct netif *net_netif(void);
-struct vnet *net_vnet(void);    /* the driver under the netif, for counter snapshots */
+struct vnet *net_vnet(void); /* the driver under the netif, for counter snapshots */
+/* A snapshot for a stalled run: RING lines of both queues, a TCP {...}
+ * line per active connection (lwIP's send/receive state), POOLS. */
+void net_print_state(void);
 const char *net_backend(void);  /* backend= label from the host, for RESULT lines */
 const char *net_offloads(void); /* negotiated offloads, "tx_csum,rx_csum,tso4,lro4" or less */
 /* One pass of the loop: poll the device, feed lwIP, run its timers. */

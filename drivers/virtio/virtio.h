@@ -99,6 +99,32 @@ struct virtq_used {
 };
 #define VIRTQ_USED_F_NO_NOTIFY 1
 
+/* 2.8.13 Packed Virtqueue Descriptor Format: one ring of these, written by
+ * both sides (the driver makes descriptors available, the device
+ * overwrites them with used ones). */
+struct virtq_pdesc {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t id; /* Buffer ID (2.8.6: the device reads it from the last descriptor) */
+	uint16_t flags;
+};
+/* 2.8.1: available when AVAIL != USED, used when AVAIL == USED, each
+ * compared with the side's ring wrap counter. */
+#define VIRTQ_DESC_F_AVAIL (1u << 7)
+#define VIRTQ_DESC_F_USED  (1u << 15)
+
+/* 2.8.14 Event Suppression Structure Format: Driver Area (driver-written,
+ * used buffer notifications) and Device Area (device-written, available
+ * buffer notifications) are one of these each. */
+struct virtq_event {
+	uint16_t off_wrap; /* desc_event_off (bits 0-14), desc_event_wrap (bit 15) */
+	uint16_t flags;    /* desc_event_flags (bits 0-1) */
+};
+#define VIRTQ_EVENT_F_ENABLE  0 /* 2.8.10: RING_EVENT_FLAGS_ENABLE */
+#define VIRTQ_EVENT_F_DISABLE 1 /* RING_EVENT_FLAGS_DISABLE */
+#define VIRTQ_EVENT_F_DESC    2 /* RING_EVENT_FLAGS_DESC: only with VIRTIO_F_EVENT_IDX */
+#define VIRTQ_EVENT_WRAP      (1u << 15)
+
 /* 2.7 Split Virtqueues: queue size is a power of two, at most 32768. */
 #define VIRTQ_SIZE_LIMIT 32768
 

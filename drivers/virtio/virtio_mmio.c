@@ -237,7 +237,9 @@ const char *virtio_mmio_irq_mode_name(const struct virtio_mmio *vm)
 }
 
 /* 4.2.3.3: QueueNotify takes the queue index, or with NOTIFICATION_DATA
- * vqn | next avail index << 16 (2.9). */
+ * vqn in the low 16 bits and in the high 16, for a split ring, the next
+ * avail index, for a packed one next_off | next_wrap << 15 (2.9; virtq.c /
+ * virtq_packed.c pass the right one). */
 static void virtio_mmio_notify(void *ctx, uint16_t qidx, uint16_t avail_idx)
 {
 	const struct virtio_mmio *vm = ctx;
@@ -274,7 +276,8 @@ int virtio_mmio_queue_setup(struct virtio_mmio *vm, struct virtq *vq, uint16_t q
 		snprintf(err, errlen, "queue %u: QueueNumMax is 0 (queue not available)", qidx);
 		return -1;
 	}
-	/* Split rings are a power of two (2.7); cap at ours. */
+	/* Split rings are a power of two (2.7); cap at ours. (Packed rings
+	 * need not be, 2.8.10.1, but a power of two is one.) */
 	size = dev_size < VIRTQ_MAX_SIZE ? (uint16_t)dev_size : VIRTQ_MAX_SIZE;
 	while (size & (size - 1))
 		size &= (uint16_t)(size - 1);
@@ -290,10 +293,13 @@ int virtio_mmio_queue_setup(struct virtio_mmio *vm, struct virtq *vq, uint16_t q
 	/* "6. Write physical addresses of the queue's Descriptor Area, Driver
 	 * Area and Device Area to (respectively) the QueueDescLow/High,
 	 * QueueDriverLow/High and QueueDeviceLow/High register pairs."
-	 * Identity mapping: pointer == physical address. */
-	mmio_write64_split(vm->base + VM_QUEUE_DESC_LO, (uintptr_t)vq->desc);
-	mmio_write64_split(vm->base + VM_QUEUE_DRIVER_LO, (uintptr_t)vq->avail);
-	mmio_write64_split(vm->base + VM_QUEUE_DEVICE_LO, (uintptr_t)vq->used);
+	 * Identity mapping: pointer == physical address. Split ring:
+	 * descriptor table, available ring, used ring (2.7); packed ring:
+	 * descriptor ring, driver and device event suppression (2.8.10).
+	 * virtq_init() of the linked ring file says which (area_*). */
+	mmio_write64_split(vm->base + VM_QUEUE_DESC_LO, vq->area_desc);
+	mmio_write64_split(vm->base + VM_QUEUE_DRIVER_LO, vq->area_driver);
+	mmio_write64_split(vm->base + VM_QUEUE_DEVICE_LO, vq->area_device);
 	/* "7. Write 0x1 to QueueReady." */
 	vm_write(vm, VM_QUEUE_READY, 1);
 	printf("virtio-mmio: queue %u size=%u (device max %u)%s\n", qidx, size, dev_size,

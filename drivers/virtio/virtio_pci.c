@@ -447,8 +447,9 @@ const char *virtio_pci_irq_mode_name(const struct virtio_pci *vp)
 }
 
 /* Doorbell (4.1.5.2). Without NOTIFICATION_DATA the value written is the
- * queue index; with it, vqn in the low 16 bits and, for a split ring, the
- * next avail index in the high 16 (2.9). */
+ * queue index; with it, vqn in the low 16 bits and in the high 16, for a
+ * split ring, the next avail index, for a packed one next_off | next_wrap
+ * << 15 (2.9; virtq.c / virtq_packed.c pass the right one). */
 static void virtio_pci_notify(void *ctx, uint16_t qidx, uint16_t avail_idx)
 {
 	const struct virtio_pci_notify *n = ctx;
@@ -491,7 +492,8 @@ int virtio_pci_queue_setup(struct virtio_pci *vp, struct virtq *vq, uint16_t qid
 		return -1;
 	}
 	/* "3. Optionally, select a smaller virtqueue size and write it to
-	 * queue_size." Split rings are a power of two (2.7); cap at ours. */
+	 * queue_size." Split rings are a power of two (2.7); cap at ours.
+	 * (Packed rings need not be, 2.8.10.1, but a power of two is one.) */
 	size = dev_size < VIRTQ_MAX_SIZE ? dev_size : VIRTQ_MAX_SIZE;
 	while (size & (size - 1))
 		size &= (uint16_t)(size - 1);
@@ -536,10 +538,9 @@ int virtio_pci_queue_setup(struct virtio_pci *vp, struct virtq *vq, uint16_t qid
 	/* "6. Write physical addresses of the virtqueue's Descriptor Area,
 	 * Driver Area and Device Area to queue_desc, queue_driver and
 	 * queue_device." Identity mapping: pointer == physical address. */
-	mmio_write64_split(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_DESCLO), (uintptr_t)vq->desc);
-	mmio_write64_split(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_AVAILLO),
-	                   (uintptr_t)vq->avail);
-	mmio_write64_split(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_USEDLO), (uintptr_t)vq->used);
+	mmio_write64_split(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_DESCLO), vq->area_desc);
+	mmio_write64_split(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_AVAILLO), vq->area_driver);
+	mmio_write64_split(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_USEDLO), vq->area_device);
 	/* "7. Write 1 to queue_enable." */
 	mmio_write16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_ENABLE), 1);
 	printf("virtio-pci: queue %u size=%u (device max %u) notify=+0x%lx%s\n", qidx, size,

@@ -1,5 +1,6 @@
 /*
- * virtq.c: split virtqueue, driver side (virtio 1.2 section 2.7).
+ * virtq.c: split virtqueue, driver side (virtio 1.2 section 2.7); the
+ * RING=split half of virtq.h (virtq_packed.c is the other).
  *
  * Barriers, named by what they order. The device side runs concurrently
  * (another host thread), so each pairs with a barrier in the device:
@@ -60,6 +61,9 @@ int virtq_init(struct virtq *vq, uint16_t qidx, uint16_t size, bool event_idx, v
 		return -VIRTQ_EINVAL;
 	vq->used_event = &vq->avail->ring[size];
 	vq->avail_event = (uint16_t *)&vq->used->ring[size];
+	vq->area_desc = (uintptr_t)vq->desc;
+	vq->area_driver = (uintptr_t)vq->avail;
+	vq->area_device = (uintptr_t)vq->used;
 
 	/* Used-buffer notifications start suppressed (2.7.7.1): the poll
 	 * policy never wants them, the halt policies ask with
@@ -143,13 +147,6 @@ void virtq_publish(struct virtq *vq)
 	virtq_store16(&vq->avail->idx, vq->avail_idx);
 	vq->unkicked += (uint16_t)(vq->avail_idx - vq->avail_pub);
 	vq->avail_pub = vq->avail_idx;
-}
-
-/* 2.7.10: the device wants a notification when its event index lies in
- * [old, new) of the entries just published; computed modulo 2^16. */
-bool virtq_need_event(uint16_t event, uint16_t new_idx, uint16_t old_idx)
-{
-	return (uint16_t)(new_idx - event - 1) < (uint16_t)(new_idx - old_idx);
 }
 
 /*
@@ -276,6 +273,18 @@ void virtq_disable_cb(struct virtq *vq)
 		virtq_store16(&vq->avail->flags, VIRTQ_AVAIL_F_NO_INTERRUPT);
 }
 
+/* The device has completed chains we have not taken back (used->idx). */
+bool virtq_used_pending(const struct virtq *vq)
+{
+	return virtq_load16(&vq->used->idx) != vq->last_used;
+}
+
+/* How many used entries are waiting (used->idx). */
+uint16_t virtq_used_count(const struct virtq *vq)
+{
+	return (uint16_t)(virtq_load16(&vq->used->idx) - vq->last_used);
+}
+
 /* RING {...}: both sides' indices as they stand, for an ERROR dump. A
  * stalled queue reads as one of: published but never kicked (unkicked > 0),
  * kicked past the device's avail_event yet not taken (avail_event ==
@@ -283,7 +292,9 @@ void virtq_disable_cb(struct virtq *vq)
  * read (dev_used != last_used). */
 void virtq_print_state(const struct virtq *vq, const char *name)
 {
-	printf("RING {\"queue\":\"%s\",\"avail\":%u,\"pub\":%u,\"kick_old\":%u,\"unkicked\":%u,"
+	printf("RING "
+	       "{\"queue\":\"%s\",\"layout\":\"split\",\"avail\":%u,\"pub\":%u,\"kick_old\":%u,"
+	       "\"unkicked\":%u,"
 	       "\"last_used\":%u,\"dev_used\":%u,\"avail_event\":%u,\"used_event\":%u,"
 	       "\"used_flags\":%u,\"avail_flags\":%u,\"free\":%u,\"broken\":%d}\n",
 	       name, vq->avail_idx, vq->avail_pub, vq->kick_old, (unsigned)vq->unkicked,
@@ -297,26 +308,6 @@ void virtq_notify(struct virtq *vq)
 {
 	vq->stats.kicks++;
 	vq->notify(vq->notify_ctx, vq->qidx, vq->avail_pub);
-}
-
-const char *virtq_fault_name(enum virtq_fault f)
-{
-	static const char *const names[VIRTQ_FAULT_KINDS] = {
-	    [VIRTQ_FAULT_ID_RANGE] = "used_id_out_of_range",
-	    [VIRTQ_FAULT_NOT_IN_FLIGHT] = "used_id_not_in_flight",
-	    [VIRTQ_FAULT_LEN] = "used_len_beyond_buffer",
-	    [VIRTQ_FAULT_IDX_JUMP] = "used_idx_jump",
-	    [VIRTQ_FAULT_NOT_PUBLISHED] = "used_id_not_published",
-	};
-	return (unsigned)f < VIRTQ_FAULT_KINDS ? names[f] : "unknown";
-}
-
-uint64_t virtq_faults(const struct virtq *vq)
-{
-	uint64_t n = 0;
-	for (int i = 0; i < VIRTQ_FAULT_KINDS; i++)
-		n += vq->stats.faults[i];
-	return n;
 }
 
 /* A device fault: count it, say it in one line, stop touching the ring. */

@@ -1,10 +1,14 @@
 /*
- * virtq.h: one split virtqueue, driver side (virtio 1.2 section 2.7).
- * Policy-free: the caller decides when to publish, when to ask whether a
- * kick is needed and when to reclaim. Builds for the guest and for the host
- * unit tests; its only links to the outside are the two function pointers
- * given to virtq_init() (memory, notify). The device is not trusted: every
- * used entry is checked before it is believed.
+ * virtq.h: one virtqueue, driver side, in either layout: split (virtio 1.2
+ * section 2.7, virtq.c) or packed (2.8, virtq_packed.c). A build links
+ * exactly one of the two files (RING=split|packed, chosen in the Makefile);
+ * both implement this whole API with the same meaning, so the net driver
+ * is the same code on both. Policy-free: the caller decides when to
+ * publish, when to ask whether a kick is needed and when to reclaim.
+ * Builds for the guest and for the host unit tests; its only links to the
+ * outside are the two function pointers given to virtq_init() (memory,
+ * notify). The device is not trusted: every used entry is checked before
+ * it is believed.
  */
 #ifndef VNETLAB_VIRTQ_H
 #define VNETLAB_VIRTQ_H
@@ -27,6 +31,8 @@ enum virtq_fault {
 	VIRTQ_FAULT_LEN,           /* used len > device-writable bytes posted */
 	VIRTQ_FAULT_IDX_JUMP,      /* used idx advanced past what is published and in flight */
 	VIRTQ_FAULT_NOT_PUBLISHED, /* used id heads a chain added but not yet published */
+	VIRTQ_FAULT_WRAP,          /* packed: the descriptor at the used position carries
+	                              flags of neither this lap's available nor its used form */
 	VIRTQ_FAULT_KINDS
 };
 
@@ -52,19 +58,32 @@ struct virtq_stats {
 typedef void (*virtq_notify_fn)(void *ctx, uint16_t qidx, uint16_t avail_idx);
 /* A device register read with no side effect, made between the driver's
  * re-arm store and its re-read of used->idx (virtq_enable_cb_after() says
- * why). Only where the CPU's fences may not reach the device. */
+ * why), and between its publish and the re-read of the device's answer
+ * before it suppresses a kick (virtq_kick_prepare()). Only where the CPU's
+ * fences may not reach the device. */
 typedef void (*virtq_sync_fn)(void *ctx);
 /* Zeroed memory, physical address == pointer. pmm_alloc() in the guest. */
 typedef void *(*virtq_alloc_fn)(size_t size, size_t align);
 
 struct virtq {
-	/* Shared with the device (2.7: three separately allocated parts). */
+	/* Split layout, shared with the device (2.7: three separately
+	 * allocated parts). NULL in a packed queue. */
 	struct virtq_desc *desc;
 	struct virtq_avail *avail;
 	struct virtq_used *used;
 	uint16_t *used_event;  /* driver-written, after avail->ring[size] */
 	uint16_t *avail_event; /* device-written, after used->ring[size] */
 
+	/* Packed layout (2.8), shared with the device. NULL in a split queue. */
+	struct virtq_pdesc *pdesc;
+	struct virtq_event *driver_event; /* Driver Area: driver-written */
+	struct virtq_event *device_event; /* Device Area: device-written */
+
+	/* What the transport writes to queue_desc / queue_driver /
+	 * queue_device (4.1.4.3), whichever the layout. */
+	uintptr_t area_desc, area_driver, area_device;
+
+	bool packed; /* set by virtq_init(): which file this build linked */
 	uint16_t size, mask, qidx;
 	bool event_idx;         /* VIRTIO_F_EVENT_IDX negotiated */
 	bool broken;            /* a device fault was seen: no further ring access */
@@ -75,16 +94,32 @@ struct virtq {
 	uint16_t avail_pub; /* value last stored to avail->idx */
 	uint16_t kick_old;  /* avail_pub at the last kick decision ("old") */
 	uint32_t unkicked;  /* entries published since that decision */
-	uint16_t last_used; /* next used ring entry to read */
+	uint16_t
+	    last_used; /* next used ring entry to read (packed: used entries taken, mod 2^16) */
 	uint16_t free_head, num_free, chains;
+
+	/* Packed ring positions and 2.8.1 wrap counters (private shadows). */
+	uint16_t next_avail; /* next descriptor we fill ... */
+	bool avail_wrap;     /* ... and the Driver Ring Wrap Counter there */
+	uint16_t pub_pos;    /* first descriptor not yet made available */
+	bool pub_wrap;
+	uint16_t used_pos; /* where the device writes its next used descriptor */
+	bool used_wrap;
+	uint32_t unkicked_desc; /* descriptors made available since the kick decision */
 
 	/* Per descriptor, valid while it heads a chain in flight. */
 	uint16_t next[VIRTQ_MAX_SIZE];       /* free list / chain links (desc.next is write-only) */
 	uint16_t chain_len[VIRTQ_MAX_SIZE];  /* 0 = not a head in flight */
 	uint16_t chain_tail[VIRTQ_MAX_SIZE]; /* last descriptor of the chain */
 	uint32_t write_len[VIRTQ_MAX_SIZE];  /* device-writable bytes posted */
-	uint16_t avail_pos[VIRTQ_MAX_SIZE];  /* avail ring index it was added at */
+	uint16_t
+	    avail_pos[VIRTQ_MAX_SIZE]; /* avail ring index it was added at (packed: chain number) */
 	void *token[VIRTQ_MAX_SIZE];
+	/* Packed, per buffer id: its first descriptor and the flags that make
+	 * it available, stored only at virtq_publish() (2.8.6: first last). */
+	uint16_t head_pos[VIRTQ_MAX_SIZE];
+	uint16_t head_flags[VIRTQ_MAX_SIZE];
+	uint16_t order[VIRTQ_MAX_SIZE]; /* buffer id by chain number (mod VIRTQ_MAX_SIZE) */
 
 	virtq_notify_fn notify;
 	void *notify_ctx;
@@ -93,7 +128,7 @@ struct virtq {
 	struct virtq_stats stats;
 };
 
-/* virtq.c */
+/* virtq.c (split) or virtq_packed.c (packed): one of them per build */
 int virtq_init(struct virtq *vq, uint16_t qidx, uint16_t size, bool event_idx, virtq_alloc_fn alloc,
                virtq_notify_fn notify, void *notify_ctx);
 int virtq_add(struct virtq *vq, const struct virtq_buf *bufs, unsigned n, void *token);
@@ -105,10 +140,43 @@ bool virtq_enable_cb_after(struct virtq *vq, uint16_t k);
 void virtq_set_sync(struct virtq *vq, virtq_sync_fn fn, void *ctx);
 void virtq_disable_cb(struct virtq *vq);
 int virtq_get_used(struct virtq *vq, void **token, uint32_t *len);
-bool virtq_need_event(uint16_t event, uint16_t new_idx, uint16_t old_idx);
-void virtq_print_state(const struct virtq *vq, const char *name); /* RING {...} */
-const char *virtq_fault_name(enum virtq_fault f);
-uint64_t virtq_faults(const struct virtq *vq);
+/* The device has completed chains we have not taken back, or broke a rule
+ * that virtq_get_used() will report (reads shared memory). */
+bool virtq_used_pending(const struct virtq *vq);
+/* How many used buffers are waiting (reads shared memory). */
+uint16_t virtq_used_count(const struct virtq *vq);
+/* One RING {...} line: where driver and device stand on this ring (reads
+ * shared memory; the first question about any stall). */
+void virtq_print_state(const struct virtq *vq, const char *name);
+
+/* 2.7.10 (split) and 2.8.10 (packed, on ring positions): the other side
+ * wants a notification when its event index lies in [old, new) of the
+ * entries just made available or used; computed modulo 2^16. */
+static inline bool virtq_need_event(uint16_t event, uint16_t new_idx, uint16_t old_idx)
+{
+	return (uint16_t)(new_idx - event - 1) < (uint16_t)(new_idx - old_idx);
+}
+
+static inline const char *virtq_fault_name(enum virtq_fault f)
+{
+	static const char *const names[VIRTQ_FAULT_KINDS] = {
+	    [VIRTQ_FAULT_ID_RANGE] = "used_id_out_of_range",
+	    [VIRTQ_FAULT_NOT_IN_FLIGHT] = "used_id_not_in_flight",
+	    [VIRTQ_FAULT_LEN] = "used_len_beyond_buffer",
+	    [VIRTQ_FAULT_IDX_JUMP] = "used_idx_jump",
+	    [VIRTQ_FAULT_NOT_PUBLISHED] = "used_id_not_published",
+	    [VIRTQ_FAULT_WRAP] = "used_wrap_counter",
+	};
+	return (unsigned)f < VIRTQ_FAULT_KINDS ? names[f] : "unknown";
+}
+
+static inline uint64_t virtq_faults(const struct virtq *vq)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < VIRTQ_FAULT_KINDS; i++)
+		n += vq->stats.faults[i];
+	return n;
+}
 
 static inline uint16_t virtq_num_free(const struct virtq *vq)
 {
@@ -122,17 +190,6 @@ static inline uint16_t virtq_chains_in_flight(const struct virtq *vq)
 static inline uint16_t virtq_chains_published(const struct virtq *vq)
 {
 	return (uint16_t)(vq->chains - (uint16_t)(vq->avail_idx - vq->avail_pub));
-}
-/* The device has completed chains we have not taken back (reads shared
- * memory: used->idx). */
-static inline bool virtq_used_pending(const struct virtq *vq)
-{
-	return __atomic_load_n(&vq->used->idx, __ATOMIC_RELAXED) != vq->last_used;
-}
-/* How many used entries are waiting (reads shared memory: used->idx). */
-static inline uint16_t virtq_used_count(const struct virtq *vq)
-{
-	return (uint16_t)(__atomic_load_n(&vq->used->idx, __ATOMIC_RELAXED) - vq->last_used);
 }
 /* Added with virtq_add() but not yet made visible with virtq_publish(). */
 static inline bool virtq_unpublished(const struct virtq *vq)

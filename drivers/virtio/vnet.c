@@ -51,6 +51,8 @@ static uint64_t vnet_wanted_features(void)
 		f |= VIRTIO_BIT(VIRTIO_NET_F_GUEST_TSO4);
 	if (VNET_NOTIFICATION_DATA)
 		f |= VIRTIO_BIT(VIRTIO_F_NOTIFICATION_DATA);
+	if (VNET_IS_RING_PACKED)
+		f |= VIRTIO_BIT(VIRTIO_F_RING_PACKED);
 	return f;
 }
 
@@ -71,6 +73,7 @@ static void vnet_feature_names(uint64_t f, char *buf, size_t len)
 	    {VIRTIO_NET_F_HOST_TSO4, "HOST_TSO4"},
 	    {VIRTIO_NET_F_GUEST_TSO4, "GUEST_TSO4"},
 	    {VIRTIO_F_NOTIFICATION_DATA, "NOTIFICATION_DATA"},
+	    {VIRTIO_F_RING_PACKED, "RING_PACKED"},
 	};
 	size_t used = 0;
 
@@ -87,7 +90,7 @@ const char *vnet_variant(void)
 	                                      "v3", "after", "lazy", "poll"};
 	static const char *const kick[] = {"?", "every", "burst", "deferred", "timer"};
 	static const char *const offload[] = {"none", "csum", "tso", "tso+lro"};
-	static char buf[200];
+	static char buf[256];
 	char rparam[16] = "", kparam[24] = "";
 
 	if (VNET_IS_RECLAIM_V1 || VNET_IS_RECLAIM_V2_V3)
@@ -100,12 +103,13 @@ const char *vnet_variant(void)
 		snprintf(kparam, sizeof(kparam), ":%dus-LATENCY-PENALTY", VNET_KICK_TIMER_US);
 	snprintf(buf, sizeof(buf),
 	         "reclaim=%s%s,kick=%s%s,event_idx=%d,avail=%s,txhdr=%s,zerocopy=%d,offload=%s%s%s,"
-	         "idle=%s",
+	         "idle=%s,ring=%s",
 	         reclaim[VNET_TX_RECLAIM], rparam, kick[VNET_TX_KICK], kparam, VNET_EVENT_IDX,
 	         VNET_AVAIL_BATCHED ? "batched" : "eager", VNET_TXHDR_INLINE ? "inline" : "chain",
 	         VNET_ZEROCOPY, offload[VNET_OFFLOAD],
 	         VNET_MRG_RXBUF && !VNET_WANT_LRO ? ",mrg_rxbuf=1" : "",
-	         VNET_NOTIFICATION_DATA ? ",notification_data=1" : "", vnet_idle_policy());
+	         VNET_NOTIFICATION_DATA ? ",notification_data=1" : "", vnet_idle_policy(),
+	         VNET_IS_RING_PACKED ? "packed" : "split");
 	return buf;
 }
 
@@ -154,6 +158,15 @@ static int vnet_negotiate(struct vnet *vn, char *err, size_t errlen)
 		snprintf(err, errlen,
 		         "this build (event_idx=1) needs EVENT_IDX; device offers 0x%llx",
 		         (unsigned long long)offered);
+		return -1;
+	}
+	/* 2.8: the packed layout exists only if the device offers it
+	 * (QEMU: packed=on); a packed build has no split ring to fall back to. */
+	if (VNET_IS_RING_PACKED && !(f & VIRTIO_BIT(VIRTIO_F_RING_PACKED))) {
+		snprintf(
+		    err, errlen,
+		    "this build (ring=packed) needs VIRTIO_F_RING_PACKED; device offers 0x%llx",
+		    (unsigned long long)offered);
 		return -1;
 	}
 	if (f & VIRTIO_BIT(VIRTIO_NET_F_MAC)) {
@@ -269,6 +282,11 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 	    virtio_dev_queue_setup(&vn->vd, &vn->txq, VNET_TXQ,
 	                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why, sizeof(why)))
 		return vnet_step_fail(vn, err, errlen, "step 7 (queues)", why);
+	/* The Makefile links virtq.c or virtq_packed.c by the same RING=
+	 * that set VNET_RING; a mix would drive one layout as the other. */
+	if (vn->rxq.packed != VNET_IS_RING_PACKED)
+		return vnet_step_fail(vn, err, errlen, "step 7 (queues)",
+		                      "ring file linked does not match VNET_RING (build error)");
 	/* Every build decides kicks (barrier B); the halt policies also
 	 * re-arm notifications (barrier D). */
 	if (!vnet_fences_reach_device()) {
@@ -342,9 +360,13 @@ unsigned vnet_offloads(const struct vnet *vn)
 	return vn->offloads;
 }
 
-/* virtq_init() gives each of the three ring parts its own pages. */
+/* virtq_init() gives each of the three ring parts its own pages (packed:
+ * the ring its pages, each event structure a cache line). */
 static size_t vnet_ring_bytes(uint16_t n)
 {
+	if (VNET_IS_RING_PACKED)
+		return ((sizeof(struct virtq_pdesc) * n + 4095) & ~4095ul) + 2 * 64;
+
 	size_t desc = sizeof(struct virtq_desc) * n, avail = 6 + 2u * n;
 	size_t used = 6 + sizeof(struct virtq_used_elem) * n;
 
@@ -513,4 +535,6 @@ void vnet_print_rings(const struct vnet *vn)
 {
 	virtq_print_state(&vn->txq, "tx");
 	virtq_print_state(&vn->rxq, "rx");
+	printf("RXBUFS {\"posted\":%u,\"free\":%u,\"held\":%u}\n", vn->rx_posted, vn->rx_nfree,
+	       vn->rx_held);
 }

@@ -185,7 +185,8 @@ const char *vnet_idle_policy(void);          /* "poll", "halt" or "adaptive:50us
 const char *vnet_error(const struct vnet *vn); /* first error, "" if none */
 void vnet_counters(const struct vnet *vn, struct vnet_counters *rx, struct vnet_counters *tx);
 void vnet_print_counters(const struct vnet *vn); /* COUNTERS {...} lines */
-void vnet_print_rings(const struct vnet *vn);    /* RING {...} lines, for an ERROR */
+void vnet_print_rings(
+    const struct vnet *vn); /* RING {...} lines (and RXBUFS), for an ERROR or ctl state */
 
 /* vnet_tx.c: transmit */
 /* Queue one frame (virtio header added by the driver). 0 = accepted (and will

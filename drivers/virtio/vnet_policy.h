@@ -287,6 +287,21 @@
 #error "VNET_RELAX_PAUSE must be 0 (none) or 1 (pause)"
 #endif
 
+/* ---- RING: the virtqueue layout, split (2.7, virtq.c) or packed (2.8,
+ * virtq_packed.c). The Makefile links the matching file (RING=); packed
+ * builds negotiate VIRTIO_F_RING_PACKED and refuse a device without it.
+ * Every TX_RECLAIM / TX_KICK / EVENT_IDX / AVAIL_PUBLISH / IDLE policy means
+ * the same on both: the ring API (virtq.h) is the same. ---- */
+#define VNET_RING_SPLIT  1
+#define VNET_RING_PACKED 2
+
+#ifndef VNET_RING
+#define VNET_RING VNET_RING_SPLIT
+#endif
+#if VNET_RING != VNET_RING_SPLIT && VNET_RING != VNET_RING_PACKED
+#error "VNET_RING: unknown value (split|packed)"
+#endif
+
 /* ---- Sizes ---- */
 /* Cap on the queue size the device offers (QEMU: 256). */
 #ifndef VIRTQ_MAX_SIZE
@@ -343,5 +358,6 @@
 #define VNET_IS_IDLE_POLL     (VNET_IDLE == VNET_IDLE_POLL)
 #define VNET_IS_IDLE_HALT     (VNET_IDLE == VNET_IDLE_HALT)
 #define VNET_IS_IDLE_ADAPTIVE (VNET_IDLE == VNET_IDLE_ADAPTIVE)
+#define VNET_IS_RING_PACKED   (VNET_RING == VNET_RING_PACKED)
 
 #endif

@@ -293,8 +293,15 @@ int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg, const s
 	slot = vn->tx_slot_free;
 	n = vnet_tx_build(vn, slot, segs, nseg, total, &hdr, bufs);
 	rc = virtq_add(&vn->txq, bufs, n, &vn->tx_slot[slot]);
-	if (rc < 0) /* room was checked: only a dead ring or a bad segment gets here */
-		return rc == -VIRTQ_EDEVICE ? -VNET_EDEVICE : -VNET_EINVAL;
+	if (rc == -VIRTQ_EDEVICE) {
+		/* The packed ring checks the descriptors it is about to fill
+		 * (the device may have written there). */
+		vnet_fail(vn, "transmit queue: device fault %s (DEVICE_FAULT line above)",
+		          virtq_fault_name(vn->txq.fault));
+		return -VNET_EDEVICE;
+	}
+	if (rc < 0) /* room was checked: only a bad segment gets here */
+		return -VNET_EINVAL;
 	vnet_trace(vn, 'A');
 	vn->tx_slot_free = vn->tx_slot[slot].next_free;
 	vn->tx_slot[slot].cookie = cookie;

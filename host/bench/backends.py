@@ -162,6 +162,12 @@ class Tap(Backend):
             # timer (batch for x-txtimer ns). -global reaches the NIC that
             # host/qemu-run.sh creates.
             extra += ["-global", f"virtio-net-pci.tx={self.opts['tx']}"]
+        if "packed" in self.opts:
+            # The packed ring (virtio 1.2 2.8) offered to every variant,
+            # split builds included (they do not negotiate it and run
+            # split); a RING=packed variant gets it anyway (guests.py).
+            # The device's own type, so both transports see it.
+            extra += ["-global", f"virtio-net-device.packed={self.opts['packed']}"]
         return ["--net", f"tap:{TAP}"], extra
 
 

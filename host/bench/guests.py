@@ -119,12 +119,14 @@ class Vnetlab:
         self.m = matrix
         self.log = log
         self.kernels = {}
+        self.packed = {}
 
     def prepare(self):
         """Build each variant of the matrix once."""
         procs.require_tools(["make", "gcc", "qemu-system-x86_64"])
         for v in self.m.variants:
             self.kernels[v] = variants.build(v, self.m.variant_vars[v], self.log)
+            self.packed[v] = variants.is_packed(self.m.variant_vars[v])
 
     def supports(self, test, backend):
         """None, or why this test cannot run on this backend."""
@@ -171,6 +173,12 @@ class Vnetlab:
         kernel = self.kernels[run.variant]
         cmdline = " ".join(f"{a}={b}" for a, b in self.keys(run, backend).items())
         net_opts, qemu_extra = backend.qemu_net()
+        if self.packed.get(run.variant):
+            # A RING=packed build refuses a device without RING_PACKED.
+            if backend.opts.get("packed") == "off":
+                raise BenchError(f"variant {run.variant} is RING=packed: backend {run.backend} "
+                                 "(packed=off) cannot run it")
+            qemu_extra = [*qemu_extra, *variants.PACKED_QEMU_ARGS]
         # Named QEMU threads ("CPU 0/TCG", "IO ...", "worker") make the
         # per-thread CPU placement readable.
         qemu_extra = ["-name", "vnetlab,debug-threads=on", *qemu_extra]

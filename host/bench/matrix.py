@@ -35,7 +35,7 @@ TEST_ALIASES = {"rr": "tcp_rr", "stream": "tcp_stream", "maerts": "tcp_maerts"}
 # Backend name -> options it accepts (backend specs look like
 # "tap", "tap:tx=timer", "vhost:poll-us=50").
 BACKENDS = {
-    "tap": {"tx": ("bh", "timer")},
+    "tap": {"tx": ("bh", "timer"), "packed": ("on", "off")},
     "vhost": {"poll-us": int},
     "vhost-user": {},
     "user": {},
@@ -48,7 +48,7 @@ MACHINES = {"pc": "pc", "q35": "q35", "microvm": "microvm", "microvm-noacpi": "m
 KEYS = {
     "variants": ("", "variant names (from the variants makefile or defined with `variant NAME = VARS`)"),
     "tests": ("tcp_rr,tcp_stream", "tests: " + ", ".join(TESTS) + " (aliases rr, stream, maerts; netperf's TCP_RR etc. too)"),
-    "backends": ("tap", "backends: tap[:tx=bh|timer], vhost[:poll-us=N], vhost-user, user"),
+    "backends": ("tap", "backends: tap[:tx=bh|timer][:packed=on|off], vhost[:poll-us=N], vhost-user, user"),
     "guests": ("vnetlab", "guests whose results form columns: vnetlab (one column per variant), linux (a stock Debian kernel serving stock sockperf/iperf; needs rr.role/stream.role=server), linux:T+T... (with tunings busypoll, idlepoll, nomitig, sockperf-bp, or best = all), loopback (no guest: the host peer against the same stock server on the namespace's loopback)"),
     "repetitions": ("3", "repetitions of every configuration"),
     "seconds": ("10", "measured seconds per run"),

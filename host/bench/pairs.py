@@ -177,6 +177,10 @@ class Switch:
 
 # ---- one side of a pair ----
 
+# The ELFs of RING=packed sides: their NIC gets packed=on.
+PACKED_KERNELS = set()
+
+
 def appliance_keys(role, test, p, warmup):
     ip = SERVER_IP if role == "server" else CLIENT_IP
     k = {"ip": f"{ip}/{PREFIX}", "backend": "pair"}
@@ -227,6 +231,8 @@ def linux_keys(role, test, p, warmup):
 def start_side(kind, kernel, role, test, p, warmup, switch, timeout):
     net, extra = switch.qemu_net(role)
     extra = ["-name", f"{role},debug-threads=on", *extra]
+    if kernel in PACKED_KERNELS:
+        extra += variants.PACKED_QEMU_ARGS  # a RING=packed build needs packed=on
     if kind == "linux":
         accel = guests.pick_accel("auto")
         keys = linux_keys(role, test, p, warmup)
@@ -528,6 +534,8 @@ def main(argv):
         if vars_text is None:
             raise BenchError(f"pair side '{s}': not linux, default, a mk/variants.mk name or a `variant` in the matrix")
         kernels[s] = variants.build(s, vars_text, log)
+        if variants.is_packed(vars_text):
+            PACKED_KERNELS.add(kernels[s])
     out = a.out or os.path.join(TOP, "results", "pairs-" + time.strftime("%Y%m%d-%H%M%S"))
     logdir = os.path.join(out, "logs")
     os.makedirs(logdir, exist_ok=True)

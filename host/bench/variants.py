@@ -6,8 +6,8 @@ mk/variants.mk turns them into drivers/virtio/vnet_policy.h's macros).
 `default` is the build with no variables; a name in the makefile's scheme
 (base-every-ei1-eager-inline-zc1: reclaim, kick, event index, avail
 publication, header, zero copy, then optional -off_none|-off_csum|-off_tso
-(OFFLOAD=; without one the default level, lro), -mrg, -nd) means its
-variables; a matrix file can define more under any name (`variant NAME =
+(OFFLOAD=; without one the default level, lro), -mrg, -nd, -packed
+(RING=packed)) means its variables; a matrix file can define more under any name (`variant NAME =
 VARS`). Each is built with
 
     make O=build/variants/NAME VARS... pvh
@@ -55,15 +55,15 @@ def _mk_list(name, default):
     return m.group(1).split() if m else list(default)
 
 
-SCHEME = "RECLAIM-KICK-ei0|1-eager|batched-inline|chain-zc0|1[-off_none|-off_csum|-off_tso][-mrg][-nd]"
+SCHEME = "RECLAIM-KICK-ei0|1-eager|batched-inline|chain-zc0|1[-off_none|-off_csum|-off_tso][-mrg][-nd][-packed]"
 
 
 def from_scheme(name):
     """Make variables of a name in mk/variants.mk's scheme, e.g.
-    base-every-ei1-eager-inline-zc1 (-off_LEVEL, -mrg, -nd optional), or None."""
+    base-every-ei1-eager-inline-zc1 (-off_LEVEL, -mrg, -nd, -packed optional), or None."""
     reclaims = "|".join(_mk_list("VARIANT_RECLAIMS", ("base", "v0", "v1", "v2", "v3", "after", "lazy", "poll")))
     kicks = "|".join(_mk_list("VARIANT_KICKS", ("every", "burst", "deferred", "timer")))
-    m = re.fullmatch(rf"({reclaims})-({kicks})-ei([01])-(eager|batched)-(inline|chain)-zc([01])((?:-off_none|-off_csum|-off_tso|-mrg|-nd)*)", name)
+    m = re.fullmatch(rf"({reclaims})-({kicks})-ei([01])-(eager|batched)-(inline|chain)-zc([01])((?:-off_none|-off_csum|-off_tso|-mrg|-nd|-packed)*)", name)
     if not m:
         return None
     out = [f"TX_RECLAIM={m.group(1)}", f"TX_KICK={m.group(2)}", f"EVENT_IDX={m.group(3)}",
@@ -75,7 +75,25 @@ def from_scheme(name):
     for flag, var in (("mrg", "MRG_RXBUF"), ("nd", "NOTIFICATION_DATA")):
         if flag in extra:
             out.append(f"{var}=1")
+    if "packed" in extra:
+        out.append("RING=packed")
     return " ".join(out)
+
+
+def is_packed(vars_text):
+    """Whether a variant's make variables build the packed ring (RING=packed:
+    the device must offer it, QEMU's packed=on)."""
+    ring = [w.split("=", 1)[1] for w in (vars_text or "").split() if w.startswith("RING=")]
+    return bool(ring) and ring[-1] == "packed"
+
+
+# QEMU arguments that make the NIC offer the packed ring (virtio 1.2 2.8):
+# packed is a property of the virtio device itself, so one -global on its
+# type reaches every NIC on either transport, whoever creates it:
+# virtio-net-pci's inner device and microvm's virtio-mmio one (both are
+# virtio-net-device), the one host/qemu-run.sh makes and the ones backends
+# pass with -device.
+PACKED_QEMU_ARGS = ["-global", "virtio-net-device.packed=on"]
 
 
 def resolve(name):

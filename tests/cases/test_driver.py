@@ -38,8 +38,9 @@ def variant_string(name):
     idle = next((w[5:] for w in words if w.startswith("idle_")), "poll")
     idle = "adaptive:50us" if idle == "adaptive" else idle
     idle += ",relax=pause" if "relax_pause" in words else ""
+    ring = "packed" if "packed" in words else "split"
     return (f"reclaim={r},kick={k},event_idx={ei[2:]},avail={avail},txhdr={hdr},zerocopy={zc[2:]},"
-            f"offload={off},idle={idle}")
+            f"offload={off},idle={idle},ring={ring}")
 
 
 def check_arp_run(g, count, backend, variant=None):

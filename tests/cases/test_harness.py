@@ -833,3 +833,70 @@ def test_harness_machine_axis(t):
     got = sorted((row["column"], row["machine"], row["status"]) for row in rows)
     if got != [("default@microvm", "microvm", "ok"), ("default@pc", "pc", "ok")]:
         raise Fail(f"machine axis rows: {got}")
+
+
+def test_harness_packed_variants_get_packed_on(t):
+    """A RING=packed variant (a name with -packed, or `variant X =
+    RING=packed`) boots on a NIC that offers the packed ring on either
+    transport (-global virtio-net-device.packed=on, which also reaches
+    virtio-net-pci's inner device and NICs a backend adds itself); a split
+    variant gets nothing; tap:packed=off with a packed variant is refused
+    before QEMU starts. With root, a real pc + microvm pair of runs of a
+    packed variant reports ring=packed in both rows."""
+    import backends
+    import guests
+    import matrix
+    import variants
+
+    vars_ = variants.from_scheme("base-every-ei1-eager-inline-zc1-packed")
+    if not vars_ or "RING=packed" not in vars_.split() or not variants.is_packed(vars_):
+        raise Fail(f"from_scheme(...-packed) = {vars_!r}: expected RING=packed")
+    if variants.is_packed(variants.from_scheme("base-every-ei1-eager-inline-zc1")) or \
+            variants.is_packed("RING=packed RING=split") or not variants.is_packed("RING=packed"):
+        raise Fail("variants.is_packed() misreads RING=")
+    started = []
+
+    class FakeProc:
+        def __init__(self, name, argv, **kw):
+            started.append(argv)
+
+    m = type("M", (), dict(accel="tcg", cpu="", pin={}, rr_role="client", warmup=0, machine="pc",
+                           variants=["pk", "sp"], variant_vars={"pk": "RING=packed", "sp": ""}))()
+    g = guests.Vnetlab(m, lambda s: None)
+    g.kernels = {"pk": "/nonexistent/pk.elf", "sp": "/nonexistent/sp.elf"}
+    g.packed = {v: variants.is_packed(m.variant_vars[v]) for v in m.variants}
+    params = {"req": 64, "resp": 64, "instances": 1, "burst": 1, "seconds": 1}
+    real_proc = guests.Proc
+    guests.Proc = FakeProc
+    try:
+        for v, mach, want in (("pk", "pc", True), ("pk", "microvm", True), ("sp", "pc", False)):
+            run = matrix.Run(0, "vnetlab", v, "tcp_rr", "tap", params, 0, machine=mach)
+            g.start(run, backends.make("tap", "tap", {}), 30)
+            argv = started[-1]
+            got = "virtio-net-device.packed=on" in argv
+            if got != want or ("--machine" not in argv):
+                raise Fail(f"variant {v} on {mach}: packed=on {'missing' if want else 'given'}: {argv}")
+        run = matrix.Run(0, "vnetlab", "pk", "tcp_rr", "tap:packed=off", params, 0, machine="pc")
+        try:
+            g.start(run, backends.make("tap", "tap:packed=off", {"packed": "off"}), 30)
+            raise Fail("a packed variant on tap:packed=off was started")
+        except BenchError as e:
+            if "packed=off" not in str(e):
+                raise Fail(f"refusal does not say why: {e}")
+    finally:
+        guests.Proc = real_proc
+    if os.geteuid() != 0:
+        return
+    out = tempfile.mkdtemp(prefix="vnetlab-packed-")
+    t.cleanups.append(lambda: shutil.rmtree(out, ignore_errors=True))
+    r = vnetbench(["--variants", "base-every-ei1-eager-inline-zc1-packed", "--machine", "pc,microvm",
+                   "--tests", "tcp_rr", "--rr-instances", "1", "--repetitions", "1", "--seconds", "1",
+                   "--warmup", "0", "--out", out], timeout=900)
+    if r.returncode:
+        raise Fail(f"packed variant run failed ({r.returncode}): {r.stdout[-600:]}{r.stderr[-300:]}")
+    with open(os.path.join(out, "results.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
+    got = sorted((row["machine"], row["status"], str(row.get("guest_variant", "")).endswith(",ring=packed"))
+                 for row in rows)
+    if got != [("microvm", "ok", True), ("pc", "ok", True)]:
+        raise Fail(f"packed variant rows (machine, status, variant names ring=packed): {got}")

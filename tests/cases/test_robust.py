@@ -303,3 +303,69 @@ def test_frames_queued_on_an_expired_arp_entry_are_counted(t):
         pools_back(pools)
         print(f"    {n} echoes to a peer that never answers ARP: arp_queue_drop={st['arp_queue_drop']} "
               f"(arpq_queued={nf['arpq_queued']}, arpq_sent={nf['arpq_sent']}), {res['echoed']} arrived")
+
+
+FAKE_SILENT_ECHO = r"""
+import socket, sys, threading, time, json
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", 7777)); ls.listen(4)
+ctl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); ctl.bind(("127.0.0.1", 9999)); ctl.settimeout(20)
+held = []
+threading.Thread(target=lambda: [held.append(ls.accept()) for _ in range(1)], daemon=True).start()
+print("ready", flush=True)
+try:
+    msg = ctl.recvfrom(64)[0].decode()
+except socket.timeout:
+    msg = ""
+print(json.dumps({"ctl": msg}), flush=True)
+time.sleep(10)
+"""
+
+
+def test_a_stalled_echo_asks_the_appliance_for_its_state(t):
+    """What a stall leaves behind: the host peer (netpeer tcp-integrity),
+    seeing nothing come back for a while, sends the control port "state"
+    once before it gives up, and the appliance answers on its console with
+    where both rings stand (RING rx/tx, RXBUFS), each TCP connection's send
+    and receive state (TCP lines) and POOLS. Checked on the appliance with
+    two connections open, and on the peer against a silent fake echo in the
+    namespace (VNETLAB_NETPEER_STALL=1,3: ask after 1 s, fail after 3 s)."""
+    with t.netns() as ns:
+        g = echo_guest(t, ns)
+        hold = ns.popen([sys.executable, "-c", (
+            "import socket, time\n"
+            f"cs = [socket.create_connection(('{NS_GUEST_IP}', 7)) for _ in range(2)]\n"
+            "[c.sendall(b'x' * 100) for c in cs]\nprint('open', flush=True)\ntime.sleep(20)\n")],
+            stdout=subprocess.PIPE, text=True)
+        if hold.stdout.readline().strip() != "open":
+            raise Fail("the two host connections did not open")
+        time.sleep(0.5)
+        ns.run(["bash", "-c", f"echo -n state >/dev/udp/{NS_GUEST_IP}/9999"], timeout=10)
+        rings = [json.loads(g.wait_line(r"^RING (\{.*\"queue\":\"" + q + r"\".*\})$", timeout=10).group(1))
+                 for q in ("rx", "tx")]
+        g.wait_line(r"^RXBUFS \{", timeout=10)
+        g.wait_line(r"^POOLS \{", timeout=10)
+        tcp = [json.loads(l[4:]) for _, l in g.lines if l.startswith("TCP {")]
+        est = [c for c in tcp if c["local"] == 7 and c["state"] == "ESTABLISHED"]
+        if len(est) != 2 or any(r["broken"] for r in rings):
+            raise Fail(f"state: expected 2 ESTABLISHED TCP lines on port 7 and two sound rings, saw {tcp} {rings}")
+        hold.kill()
+        stop(ns, g)
+        fake = ns.popen([sys.executable, "-c", FAKE_SILENT_ECHO], stdout=subprocess.PIPE, text=True)
+        if fake.stdout.readline().strip() != "ready":
+            raise Fail("the fake echo did not start")
+        r = ns.run(["env", "VNETLAB_NETPEER_STALL=1,3"] + lib_netpeer() + ["tcp-integrity", "127.0.0.1", "7777",
+                                                                        str(1 << 20)],
+                   timeout=60, capture_output=True, text=True)
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        asked = json.loads(fake.stdout.readline())
+        if r.returncode != 1 or not any("appliance state asked" in e for e in res["errors"]) or asked["ctl"] != "state":
+            raise Fail(f"silent echo: expected netpeer to fail after asking for the state, got status {r.returncode}, "
+                       f"{res}, control port saw {asked}")
+        print(f"    state snapshot: RING rx used {rings[0]['dev_used']} / last_used {rings[0]['last_used']}, "
+              f"{len(est)} TCP lines; the peer asked a silent echo for its state before failing")
+
+
+def lib_netpeer():
+    import lib
+    return list(lib.NETPEER)

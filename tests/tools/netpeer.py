@@ -22,6 +22,7 @@ one JSON line with what it saw and exits non-zero on a mismatch.
 import hashlib
 import json
 import os
+import select
 import socket
 import struct
 import sys
@@ -35,24 +36,49 @@ def out(**kw):
     print(json.dumps(kw), flush=True)
 
 
+# A connection that moves nothing back for STALL_ASK seconds asks the
+# appliance once for its state (ctl "state": rings, TCP connections, pools,
+# on its console), so a stall that ends in a timeout says why.
+STALL_ASK, STALL_FAIL = (int(x) for x in os.environ.get("VNETLAB_NETPEER_STALL", "15,60").split(","))
+
+
+def ask_state(host):
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            u.sendto(b"state", (host, CTL_PORT))
+    except OSError:
+        pass
+
+
 def tcp_integrity_one(host, port, nbytes, write):
     s = socket.create_connection((host, port), timeout=10)
-    s.settimeout(60)
+    s.settimeout(STALL_FAIL)
     sent_hash, recv_hash = hashlib.sha256(), hashlib.sha256()
     got = [0]
     err = []
 
     def reader():
+        asked, last = False, time.monotonic()
         try:
             while got[0] < nbytes:
+                # (select, not a socket timeout: the sender shares the socket)
+                if not select.select([s], [], [], STALL_ASK)[0]:
+                    if time.monotonic() - last >= STALL_FAIL:
+                        raise socket.timeout("timed out")
+                    if not asked:
+                        asked = True
+                        ask_state(host)
+                    continue
                 b = s.recv(1 << 16)
                 if not b:
                     err.append("connection closed early")
                     return
                 recv_hash.update(b)
                 got[0] += len(b)
+                last = time.monotonic()
         except OSError as e:
-            err.append(f"recv: {e}")
+            err.append(f"recv: {e} after {got[0]} of {nbytes} bytes back"
+                       + (" (appliance state asked: its console has RING/TCP/POOLS lines)" if asked else ""))
 
     th = threading.Thread(target=reader, daemon=True)
     th.start()

@@ -1,6 +1,6 @@
 /*
- * sim_dev.c: the device side of a split virtqueue, for the host unit tests
- * (see sim_dev.h for the model). Single-threaded: the "device" runs only
+ * sim_dev.c: the device side of a split or packed virtqueue, for the host
+ * unit tests (see sim_dev.h for the model). Single-threaded: the "device" runs only
  * when a doorbell (SIM_SYNC) or the test (sim_run) makes it, so every run is
  * deterministic. It trusts nothing the driver wrote and records rule breaks
  * in sim.driver_errors.
@@ -74,7 +74,76 @@ void sim_attach(struct sim_queue *q, const struct virtq *vq, uint16_t qidx)
 	q->event_idx = vq->event_idx;
 	q->ready = true;
 	q->rng = 777u + qidx;
+	q->packed = vq->packed;
+	q->pdesc = vq->pdesc;
+	q->driver_event = vq->driver_event;
+	q->device_event = vq->device_event;
+	/* 2.8.1: the Device Ring Wrap Counter starts at 1. */
+	q->avail_wrap = q->used_wrap = q->irq_wrap = true;
 	sim_see_driver_stores(q);
+}
+
+/* ---- packed ring helpers (2.8) ---- */
+
+static uint16_t sim_pflags(const struct sim_queue *q, uint16_t pos)
+{
+	/* The device's read barrier after it sees a flag change (pairs with
+	 * the driver's barrier A). */
+	return __atomic_load_n(&q->pdesc[pos].flags, __ATOMIC_ACQUIRE);
+}
+
+/* 2.8.1: available in the lap whose wrap counter is wrap. */
+static bool sim_pavail(const struct sim_queue *q, uint16_t pos, bool wrap)
+{
+	uint16_t f = sim_pflags(q, pos);
+
+	return !!(f & VIRTQ_DESC_F_AVAIL) == wrap && !!(f & VIRTQ_DESC_F_USED) != wrap;
+}
+
+static void sim_padvance(const struct sim_queue *q, uint16_t *pos, bool *wrap, unsigned n)
+{
+	unsigned p = *pos + n;
+
+	while (p >= q->size) {
+		p -= q->size;
+		*wrap = !*wrap;
+	}
+	*pos = (uint16_t)p;
+}
+
+static uint16_t sim_off_wrap(uint16_t pos, bool wrap)
+{
+	return (uint16_t)(pos | (wrap ? VIRTQ_EVENT_WRAP : 0));
+}
+
+/* What the driver has made available ahead of the device: whole chains
+ * (returned) and their descriptors, up to the first descriptor that is not
+ * available (its position in *end_pos / *end_wrap). */
+static unsigned sim_pscan(const struct sim_queue *q, unsigned *descs, uint16_t *end_pos,
+                          bool *end_wrap)
+{
+	uint16_t pos = q->avail_pos;
+	bool wrap = q->avail_wrap;
+	unsigned chains = 0, n = 0;
+
+	while (n < q->size && sim_pavail(q, pos, wrap)) {
+		for (;;) {
+			uint16_t f = sim_pflags(q, pos);
+
+			sim_padvance(q, &pos, &wrap, 1);
+			n++;
+			if (!(f & VIRTQ_DESC_F_NEXT) || n >= q->size)
+				break;
+		}
+		chains++;
+	}
+	if (descs)
+		*descs = n;
+	if (end_pos)
+		*end_pos = pos;
+	if (end_wrap)
+		*end_wrap = wrap;
+	return chains;
 }
 
 static uint16_t *sim_avail_event(const struct sim_queue *q)
@@ -84,6 +153,8 @@ static uint16_t *sim_avail_event(const struct sim_queue *q)
 
 uint16_t sim_published(const struct sim_queue *q)
 {
+	if (q->packed)
+		return (uint16_t)(q->last_avail + sim_pscan(q, NULL, NULL, NULL));
 	return __atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE);
 }
 
@@ -166,33 +237,105 @@ static bool sim_overlaps_pending(const struct sim_queue *q, const struct sim_cha
 	return false;
 }
 
-/* Read up to max new avail entries (device reads avail->idx, then the ring). */
+/* Split: the next avail entry's chain (device reads avail->idx, then the
+ * ring). 1 taken, 0 none, -1 a rule broken (reported). */
+static int sim_next_split(struct sim_queue *q, struct sim_chain *c, uint8_t *frame, uint32_t *flen)
+{
+	uint16_t pub = sim_published(q), head;
+
+	if (q->last_avail == pub)
+		return 0;
+	head = q->avail->ring[q->last_avail & (q->size - 1)];
+	if ((uint16_t)(pub - q->last_avail) > q->size) {
+		sim_driver_error("q%u: avail idx %u is %u ahead of the device", q->qidx, pub,
+		                 (uint16_t)(pub - q->last_avail));
+		return -1;
+	}
+	if (q->npending >= q->size || sim_in_flight(q, head)) {
+		sim_driver_error("q%u: head %u made available while in flight", q->qidx, head);
+		return -1;
+	}
+	return sim_walk(q, head, c, frame, flen) ? 1 : -1;
+}
+
+/* Packed: the chain at the device's next available position, checking what
+ * 2.8.6 and 2.8.17 require of every descriptor in it. */
+static int sim_next_packed(struct sim_queue *q, struct sim_chain *c, uint8_t *frame, uint32_t *flen)
+{
+	uint16_t pos = q->avail_pos;
+	bool wrap = q->avail_wrap, seen_write = false;
+
+	if (!sim_pavail(q, pos, wrap))
+		return 0;
+	memset(c, 0, sizeof(*c));
+	*flen = 0;
+	for (;;) {
+		const struct virtq_pdesc *d = &q->pdesc[pos];
+		uint16_t f = sim_pflags(q, pos);
+
+		if (++c->ndesc > q->size) {
+			sim_driver_error("q%u: descriptor chain longer than the ring", q->qidx);
+			return -1;
+		}
+		/* 2.8.6: AVAIL/USED set right in every descriptor of the list. */
+		if (!sim_pavail(q, pos, wrap)) {
+			sim_driver_error("q%u: descriptor %u of a chain not available (flags 0x%x)",
+			                 q->qidx, pos, f);
+			return -1;
+		}
+		if (d->len == 0)
+			sim_driver_error("q%u: zero-length descriptor %u", q->qidx, pos);
+		if (c->ndesc == 1)
+			c->first_len = d->len;
+		if (f & VIRTQ_DESC_F_WRITE) {
+			seen_write = true;
+			c->writable += d->len;
+			if (c->nw < SIM_WBUF_MAX) {
+				c->w[c->nw].addr = d->addr;
+				c->w[c->nw].len = d->len;
+				c->nw++;
+			}
+		} else {
+			if (seen_write)
+				sim_driver_error("q%u: readable descriptor after writable",
+				                 q->qidx);
+			if (*flen + d->len <= SIM_FRAME_MAX)
+				memcpy(frame + *flen, (const void *)(uintptr_t)d->addr, d->len);
+			*flen += d->len;
+			c->readable += d->len;
+		}
+		c->head = d->id; /* 2.8.6: the last descriptor's Buffer ID counts */
+		sim_padvance(q, &pos, &wrap, 1);
+		if (!(f & VIRTQ_DESC_F_NEXT))
+			break;
+	}
+	if (q->npending >= q->size || sim_in_flight(q, c->head)) {
+		sim_driver_error("q%u: buffer id %u made available while in flight", q->qidx,
+		                 c->head);
+		return -1;
+	}
+	q->avail_pos = pos;
+	q->avail_wrap = wrap;
+	return 1;
+}
+
+/* Read up to max newly available chains. */
 unsigned sim_consume(struct sim_queue *q, unsigned max)
 {
 	static uint8_t frame[SIM_FRAME_MAX];
 	unsigned n = 0;
 
-	while (n < max && q->last_avail != sim_published(q)) {
-		uint16_t pub = sim_published(q);
-		uint16_t head = q->avail->ring[q->last_avail & (q->size - 1)];
+	while (n < max) {
 		struct sim_chain c;
 		uint32_t flen;
+		int r = q->packed ? sim_next_packed(q, &c, frame, &flen)
+		                  : sim_next_split(q, &c, frame, &flen);
 
-		if ((uint16_t)(pub - q->last_avail) > q->size) {
-			sim_driver_error("q%u: avail idx %u is %u ahead of the device", q->qidx,
-			                 pub, (uint16_t)(pub - q->last_avail));
-			return n;
-		}
-		if (q->npending >= q->size || sim_in_flight(q, head)) {
-			sim_driver_error("q%u: head %u made available while in flight", q->qidx,
-			                 head);
-			return n;
-		}
-		if (!sim_walk(q, head, &c, frame, &flen))
+		if (r <= 0)
 			return n;
 		if (c.nw && sim_overlaps_pending(q, &c))
 			sim_driver_error("q%u: head %u's buffer is already posted (posted twice)",
-			                 q->qidx, head);
+			                 q->qidx, c.head);
 		if (c.readable) {
 			/* A transmitted frame: 12-byte header, then the frame. */
 			if (flen < 12 || flen > SIM_FRAME_MAX) {
@@ -215,8 +358,30 @@ unsigned sim_consume(struct sim_queue *q, unsigned max)
 	return n;
 }
 
-static void sim_put_used(struct sim_queue *q, uint32_t id, uint32_t len)
+static void sim_put_used(struct sim_queue *q, uint32_t id, uint32_t len, uint16_t ndesc)
 {
+	if (q->packed) {
+		/* 2.8.1, 2.8.6: one used descriptor at the used position,
+		 * AVAIL = USED = the Device Ring Wrap Counter (the wrong one
+		 * under SIM_FAULT_WRAP), then skip the buffer's descriptors. */
+		struct virtq_pdesc *d = &q->pdesc[q->used_pos];
+		bool w = q->used_wrap != (q->fault == SIM_FAULT_WRAP);
+		bool before = q->used_wrap;
+
+		d->id = (uint16_t)id;
+		d->len = len;
+		/* Device's write barrier: id and len before the flags (pairs
+		 * with the driver's barrier C). */
+		__atomic_store_n(&d->flags,
+		                 (uint16_t)((w ? VIRTQ_DESC_F_AVAIL | VIRTQ_DESC_F_USED : 0) |
+		                            (len ? VIRTQ_DESC_F_WRITE : 0)),
+		                 __ATOMIC_RELEASE);
+		sim_padvance(q, &q->used_pos, &q->used_wrap, ndesc);
+		if (q->fault == SIM_FAULT_WRAP_STUCK)
+			q->used_wrap = before; /* never toggles */
+		q->used_idx++;
+		return;
+	}
 	struct virtq_used_elem *e = &q->used->ring[q->used_idx & (q->size - 1)];
 
 	e->id = id;
@@ -257,45 +422,101 @@ static void sim_complete_at(struct sim_queue *q, unsigned k)
 
 	memmove(&q->pending[k], &q->pending[k + 1], (q->npending - k - 1) * sizeof(q->pending[0]));
 	q->npending--;
-	switch (q->fault) {
+	enum sim_fault f = q->fault;
+
+	/* The split-only faults have no packed form: complete normally. */
+	if (q->packed &&
+	    (f == SIM_FAULT_NOT_HEAD || f == SIM_FAULT_IDX_JUMP || f == SIM_FAULT_IDX_AHEAD))
+		f = SIM_FAULT_NONE;
+	switch (f) {
 	case SIM_FAULT_ID_RANGE:
-		sim_put_used(q, q->size + 3u, c.written);
+		sim_put_used(q, q->size + 3u, c.written, c.ndesc);
 		break;
 	case SIM_FAULT_NOT_IN_FLIGHT:
-		sim_put_used(q, sim_stale_id(q, &c), c.written);
+		sim_put_used(q, sim_stale_id(q, &c), c.written, c.ndesc);
 		break;
 	case SIM_FAULT_NOT_HEAD:
-		sim_put_used(q, sim_second_desc(q, &c), c.written);
+		sim_put_used(q, sim_second_desc(q, &c), c.written, c.ndesc);
 		break;
 	case SIM_FAULT_LEN:
-		sim_put_used(q, c.head, c.writable + 1);
+		sim_put_used(q, c.head, c.writable + 1, c.ndesc);
 		break;
 	case SIM_FAULT_IDX_JUMP:
-		sim_put_used(q, c.head, c.written);
+		sim_put_used(q, c.head, c.written, c.ndesc);
 		q->used_idx = (uint16_t)(q->used_idx + q->size + 1);
 		break;
 	case SIM_FAULT_IDX_AHEAD:
-		sim_put_used(q, c.head, c.written);
+		sim_put_used(q, c.head, c.written, c.ndesc);
 		q->ahead = true; /* applied when the index is published */
 		break;
 	case SIM_FAULT_UNPUBLISHED:
-		/* A device reading ahead of avail->idx. */
-		sim_put_used(q, q->avail->ring[sim_published(q) & (q->size - 1)], 0);
+		/* A device reading ahead of avail->idx / of the first
+		 * descriptor's flags (the packed driver writes the Buffer ID in
+		 * every descriptor, so the unexposed head has one). */
+		if (q->packed) {
+			uint16_t end;
+
+			sim_pscan(q, NULL, &end, NULL);
+			sim_put_used(q, q->pdesc[end].id, 0, 1);
+		} else {
+			sim_put_used(q, q->avail->ring[sim_published(q) & (q->size - 1)], 0, 1);
+		}
 		break;
 	case SIM_FAULT_LEN_READONLY:
-		sim_put_used(q, c.head, c.writable ? c.written : 60);
+		sim_put_used(q, c.head, c.writable ? c.written : 60, c.ndesc);
+		q->was_head[c.head] = true;
+		break;
+	case SIM_FAULT_USED_TWICE:
+		sim_put_used(q, c.head, c.written, c.ndesc);
+		sim_put_used(q, c.head, c.written, 1);
 		q->was_head[c.head] = true;
 		break;
 	default:
-		sim_put_used(q, c.head, c.written);
+		sim_put_used(q, c.head, c.written, c.ndesc);
 		q->was_head[c.head] = true;
 	}
-	q->fault = SIM_FAULT_NONE;
+	if (q->fault != SIM_FAULT_WRAP_STUCK) /* a device that stays broken */
+		q->fault = SIM_FAULT_NONE;
 	q->completed++;
+}
+
+/* Packed: would the used descriptors written since the last look raise an
+ * interrupt (2.8.10)? The Driver Area says ENABLE, DISABLE, or DESC: only
+ * once the descriptor at (off, wrap) is marked used. */
+static void sim_publish_used_packed(struct sim_queue *q)
+{
+	uint32_t ev = __atomic_load_n((const uint32_t *)q->driver_event, __ATOMIC_SEQ_CST);
+	uint16_t flags = (uint16_t)((ev >> 16) & 3);
+	bool fire;
+
+	if (q->used_pos == q->irq_pos && q->used_wrap == q->irq_wrap && q->used_idx == q->irq_count)
+		return;
+	if (flags == VIRTQ_EVENT_F_DISABLE) {
+		fire = false;
+	} else if (flags == VIRTQ_EVENT_F_DESC && q->event_idx) {
+		/* Positions relative to the current lap's start. */
+		int newp = q->used_pos,
+		    oldp = q->irq_pos - (q->irq_wrap != q->used_wrap ? q->size : 0);
+		int evp =
+		    (int)(ev & 0x7fff) - (!!(ev & VIRTQ_EVENT_WRAP) != q->used_wrap ? q->size : 0);
+
+		fire = oldp <= evp && evp < newp;
+	} else {
+		fire = true;
+	}
+	q->irq_pos = q->used_pos;
+	q->irq_wrap = q->used_wrap;
+	q->irq_count = q->used_idx;
+	if (fire)
+		q->interrupts++;
 }
 
 static void sim_publish_used(struct sim_queue *q, uint16_t old)
 {
+	if (q->packed) {
+		sim_publish_used_packed(q);
+		return;
+	}
 	if (q->ahead) {
 		/* SIM_FAULT_IDX_AHEAD: the index covers everything the driver
 		 * published (completed, held here or not yet read) plus one;
@@ -348,10 +569,22 @@ void sim_idle(struct sim_queue *q)
 {
 	q->busy = false;
 	q->kicked_since_idle = false;
-	if (q->event_idx)
+	if (q->packed) {
+		/* 2.8.10: the Device Area, one untorn store. */
+		uint16_t pos = q->avail_pos;
+		bool wrap = q->avail_wrap;
+		uint32_t v = (uint32_t)VIRTQ_EVENT_F_ENABLE << 16;
+
+		if (q->event_idx) {
+			sim_padvance(q, &pos, &wrap, q->event_ahead);
+			v = sim_off_wrap(pos, wrap) | (uint32_t)VIRTQ_EVENT_F_DESC << 16;
+		}
+		__atomic_store_n((uint32_t *)q->device_event, v, __ATOMIC_RELAXED);
+	} else if (q->event_idx) {
 		*sim_avail_event(q) = (uint16_t)(q->last_avail + q->event_ahead);
-	else
+	} else {
 		q->used->flags = 0;
+	}
 	/* Device's full barrier between re-arming and re-reading avail->idx
 	 * (pairs with the driver's barrier B). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -382,17 +615,32 @@ void sim_doorbell(uint16_t qidx, uint16_t avail_idx)
 	q->doorbells++;
 	if (!(sim.status & VIRTIO_STATUS_DRIVER_OK))
 		sim_driver_error("q%u: notification before DRIVER_OK (3.1.1)", qidx);
-	if (avail_idx != sim_published(q))
+	if (q->packed) {
+		/* 2.8.16: next_off / next_wrap of the next descriptor not yet
+		 * made available. */
+		uint16_t end;
+		bool wrap;
+
+		sim_pscan(q, NULL, &end, &wrap);
+		if (avail_idx != sim_off_wrap(end, wrap))
+			sim_driver_error("q%u: doorbell says next 0x%x, ring says 0x%x", qidx,
+			                 avail_idx, sim_off_wrap(end, wrap));
+	} else if (avail_idx != sim_published(q)) {
 		sim_driver_error("q%u: doorbell says avail idx %u, ring says %u", qidx, avail_idx,
 		                 sim_published(q));
+	}
 	q->kicked_since_idle = true;
 	if (qidx == 0) {
 		q->starved = false;
 		return; /* RX: buffers are taken when a frame arrives */
 	}
-	/* TX: busy until run; no more notifications wanted meanwhile. */
+	/* TX: busy until run; no more notifications wanted meanwhile (split
+	 * with an event index: it is left stale; packed: DISABLE either way,
+	 * as QEMU's virtio_queue_packed_set_notification()). */
 	q->busy = true;
-	if (!q->event_idx)
+	if (q->packed)
+		__atomic_store_n(&q->device_event->flags, VIRTQ_EVENT_F_DISABLE, __ATOMIC_RELAXED);
+	else if (!q->event_idx)
 		q->used->flags = VIRTQ_USED_F_NO_NOTIFY;
 	if (sim.mode == SIM_SYNC)
 		sim_run(q);
@@ -443,11 +691,32 @@ bool sim_lost_wakeup(const struct sim_queue *q)
 {
 	bool waiting = q->qidx == 0 ? q->starved : !q->busy;
 	uint16_t ahead = q->event_idx ? q->event_ahead : 0;
+	unsigned descs = 0;
 
 	/* With an event index further ahead, the device itself asked to be
-	 * told only once more than `ahead` new entries are there. */
+	 * told only once more than `ahead` new entries (packed: descriptors)
+	 * are there. */
+	if (q->packed) {
+		sim_pscan(q, &descs, NULL, NULL);
+		return waiting && !q->kicked_since_idle && descs > ahead;
+	}
 	return waiting && !q->kicked_since_idle &&
 	       (uint16_t)(sim_published(q) - q->last_avail) > ahead;
+}
+
+bool sim_irq_armed(const struct sim_queue *q)
+{
+	if (q->packed) {
+		uint32_t ev = __atomic_load_n((const uint32_t *)q->driver_event, __ATOMIC_SEQ_CST);
+		uint16_t flags = (uint16_t)((ev >> 16) & 3);
+
+		if (flags == VIRTQ_EVENT_F_DESC && q->event_idx)
+			return (uint16_t)ev == sim_off_wrap(q->used_pos, q->used_wrap);
+		return flags == VIRTQ_EVENT_F_ENABLE;
+	}
+	if (q->event_idx)
+		return sim_used_event(q) == q->used_idx;
+	return !(q->avail->flags & VIRTQ_AVAIL_F_NO_INTERRUPT);
 }
 
 /* Deliver header + frame as one byte stream over as many RX buffers as it

@@ -1,6 +1,7 @@
 /*
  * sim_dev.h: a simulated virtio device for the host unit tests. It plays the
- * device side of a split ring (virtio 1.2 2.7) in the same process: consumes
+ * device side of a split ring (virtio 1.2 2.7) or of a packed one (2.8,
+ * whichever the driver's virtq_init() set up) in the same process: consumes
  * avail entries, produces used entries (in order, or reordered as 2.7.8
  * allows), publishes avail_event / NO_NOTIFY like QEMU's virtio-net, counts
  * doorbells and the interrupts it would raise, checks the driver's rings,
@@ -32,6 +33,11 @@ enum sim_fault {
 	SIM_FAULT_IDX_AHEAD,     /* used idx one past everything the driver published */
 	SIM_FAULT_UNPUBLISHED,   /* completes the chain in the avail slot past avail->idx */
 	SIM_FAULT_LEN_READONLY,  /* used len > 0 on a chain with nothing writable */
+	/* Packed ring only (the three split-only ones above, NOT_HEAD,
+	 * IDX_JUMP and IDX_AHEAD, have no packed meaning and are ignored): */
+	SIM_FAULT_WRAP,       /* used descriptor written with the wrong wrap counter */
+	SIM_FAULT_WRAP_STUCK, /* the device never toggles its wrap counter (fails a lap later) */
+	SIM_FAULT_USED_TWICE, /* one buffer marked used twice, in two used descriptors */
 	SIM_FAULT_KINDS
 };
 
@@ -41,7 +47,7 @@ enum sim_mode {
 };
 
 struct sim_chain {
-	uint16_t head, ndesc;
+	uint16_t head, ndesc; /* packed: head is the Buffer ID */
 	uint32_t readable, writable;
 	uint32_t first_len;
 	uint32_t written; /* bytes the device wrote (RX): the used len */
@@ -59,8 +65,17 @@ struct sim_queue {
 	uint16_t size, qidx;
 	bool event_idx, ready;
 
-	uint16_t last_avail; /* next avail entry the device reads */
-	uint16_t used_idx;   /* device's shadow of used->idx */
+	/* Packed layout (2.8): the ring, the two event structures, and the
+	 * device's positions with its wrap counters (2.8.1). */
+	bool packed;
+	struct virtq_pdesc *pdesc;
+	struct virtq_event *driver_event, *device_event;
+	uint16_t avail_pos, used_pos, irq_pos; /* irq_pos: used_pos at the last interrupt check */
+	bool avail_wrap, used_wrap, irq_wrap;
+	uint16_t irq_count; /* used_idx at the last interrupt check */
+
+	uint16_t last_avail; /* next avail entry the device reads (packed: chains taken) */
+	uint16_t used_idx;   /* device's shadow of used->idx (packed: used descriptors written) */
 	bool busy;
 	bool starved;           /* RX: a frame found no buffer; waiting for a doorbell */
 	bool kicked_since_idle; /* a doorbell arrived since the device re-armed */
@@ -125,6 +140,9 @@ bool sim_rx_inject(const void *frame, uint32_t len);
 int sim_rx_inject_hdr(const struct virtio_net_hdr *h, const void *frame, uint32_t len, int claim,
                       int complete);
 bool sim_lost_wakeup(const struct sim_queue *q);
+/* Would the next used buffer raise an interrupt? (the driver's request
+ * in used_event / NO_INTERRUPT, or the packed Driver Area) */
+bool sim_irq_armed(const struct sim_queue *q);
 void sim_driver_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint16_t sim_published(const struct sim_queue *q);
 

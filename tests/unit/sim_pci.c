@@ -133,6 +133,10 @@ int virtio_dev_queue_setup(struct virtio_dev *vd, struct virtq *vq, uint16_t qid
 		snprintf(err, errlen, "sim: cannot set up queue %u", qidx);
 		return -1;
 	}
+	if (vq->packed != !!(sim.accepted & VIRTIO_BIT(VIRTIO_F_RING_PACKED)))
+		sim_driver_error("queue %u: %s ring but RING_PACKED %s", qidx,
+		                 vq->packed ? "packed" : "split",
+		                 vq->packed ? "not negotiated" : "negotiated");
 	sim_attach(&sim.q[qidx], vq, qidx);
 	return 0;
 }

@@ -24,7 +24,8 @@ int check_failed, check_total;
 	 VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF))
 #define SIM_BASE                                                                                   \
 	(VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_NET_F_MAC) |                           \
-	 VIRTIO_BIT(VIRTIO_NET_F_STATUS) | VIRTIO_BIT(VIRTIO_F_EVENT_IDX))
+	 VIRTIO_BIT(VIRTIO_NET_F_STATUS) | VIRTIO_BIT(VIRTIO_F_EVENT_IDX) |                        \
+	 VIRTIO_BIT(VIRTIO_F_RING_PACKED))
 
 #define BIG 65535
 

@@ -5,7 +5,10 @@
  * without a device skipped (4.2.3.1.1), control registers only ever
  * accessed 32 bits wide (4.2.2.2), device-config fields at their own width,
  * and the 4.2.3.2 queue steps in order (QueueReady last, after the sizes and
- * the three area addresses); the doorbell writes the queue index.
+ * the three area addresses: the split ring's parts or, linked with
+ * virtq_packed.c as test_virtio_mmio_packed, the packed ring's descriptor
+ * ring and two event suppression structures); the doorbell writes the
+ * queue index, with NOTIFICATION_DATA the layout's next position.
  */
 #include <stdio.h>
 #include <string.h>
@@ -123,10 +126,19 @@ static void test_queue_setup_order(void)
 	CHECK(control_accesses_32bit(b), "queue set-up: 32-bit accesses only");
 	CHECK_EQ(1, win[0][0x030 / 4], "QueueSel = 1");
 	CHECK_EQ(256, win[0][0x038 / 4], "QueueNum = the size");
-	CHECK_EQ((uint32_t)(uintptr_t)vq.desc, win[0][0x080 / 4], "QueueDescLow");
-	CHECK_EQ((uint32_t)((uintptr_t)vq.desc >> 32), win[0][0x084 / 4], "QueueDescHigh");
-	CHECK_EQ((uint32_t)(uintptr_t)vq.avail, win[0][0x090 / 4], "QueueDriverLow");
-	CHECK_EQ((uint32_t)(uintptr_t)vq.used, win[0][0x0a0 / 4], "QueueDeviceLow");
+	/* Step 6: the three areas of the ring file this binary links
+	 * (2.7: descriptor table, available ring, used ring; 2.8: descriptor
+	 * ring, driver and device event suppression). */
+	uintptr_t a_desc = vq.packed ? (uintptr_t)vq.pdesc : (uintptr_t)vq.desc;
+	uintptr_t a_drv = vq.packed ? (uintptr_t)vq.driver_event : (uintptr_t)vq.avail;
+	uintptr_t a_dev = vq.packed ? (uintptr_t)vq.device_event : (uintptr_t)vq.used;
+	CHECK(a_desc && a_drv && a_dev, "the ring's three areas exist");
+	CHECK_EQ((uint32_t)a_desc, win[0][0x080 / 4], "QueueDescLow");
+	CHECK_EQ((uint32_t)(a_desc >> 32), win[0][0x084 / 4], "QueueDescHigh");
+	CHECK_EQ((uint32_t)a_drv, win[0][0x090 / 4], "QueueDriverLow");
+	CHECK_EQ((uint32_t)(a_drv >> 32), win[0][0x094 / 4], "QueueDriverHigh");
+	CHECK_EQ((uint32_t)a_dev, win[0][0x0a0 / 4], "QueueDeviceLow");
+	CHECK_EQ((uint32_t)(a_dev >> 32), win[0][0x0a4 / 4], "QueueDeviceHigh");
 	CHECK_EQ(1, win[0][0x044 / 4], "QueueReady = 1");
 	int ready = first_write(b + 0x044);
 	CHECK(ready > last_write(b + 0x038) && ready > last_write(b + 0x080) &&
@@ -147,6 +159,27 @@ static void test_queue_setup_order(void)
 	reg(0, 0x050, 0xdead);
 	vq.notify(vq.notify_ctx, 1, 7);
 	CHECK_EQ(1, win[0][0x050 / 4], "QueueNotify = queue index");
+}
+
+/* With NOTIFICATION_DATA the doorbell carries where the driver is (2.9):
+ * split, the next avail index; packed, next_off | next_wrap << 15, which
+ * on a fresh ring is offset 0 in lap 1 (2.8.1: wrap counters start at 1). */
+static void test_notification_data(void)
+{
+	struct virtio_mmio vm;
+	struct virtq vq;
+	char err[200];
+
+	setup(2, 1, 2, 0);
+	CHECK_EQ(0, virtio_mmio_probe(&vm, 1, err, sizeof(err)), "probe");
+	virtio_mmio_set_features(&vm, VIRTIO_BIT(VIRTIO_F_VERSION_1) |
+	                                  VIRTIO_BIT(VIRTIO_F_NOTIFICATION_DATA));
+	CHECK_EQ(0, virtio_mmio_queue_setup(&vm, &vq, 1, false, err, sizeof(err)), "queue 1");
+	virtq_notify(&vq);
+	CHECK_EQ(vq.packed ? 1u | 0x8000u << 16 : 1u, win[0][0x050 / 4],
+	         "QueueNotify = vqn | next position << 16");
+	printf("     ring=%s QueueNotify=0x%08x\n", vq.packed ? "packed" : "split",
+	       win[0][0x050 / 4]);
 }
 
 static void test_config_widths(void)
@@ -178,6 +211,7 @@ int main(void)
 	printf("test_virtio_mmio\n");
 	RUN(test_probe);
 	RUN(test_queue_setup_order);
+	RUN(test_notification_data);
 	RUN(test_config_widths);
 	printf("test_virtio_mmio: %d checks, %d failed\n", check_total, check_failed);
 	return check_failed ? 1 : 0;

@@ -14,13 +14,29 @@ UNIT_CFLAGS  := -std=gnu11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer 
 UNIT_TIMEOUT ?= 120
 UNIT_DEPS    := $(wildcard drivers/virtio/*.h tests/unit/*.h) tests/unit/unit.mk
 
-# Policy-free parts, compiled once.
-UNIT_SHARED_SRCS := tests/unit/sim_dev.c tests/unit/host_shim.c drivers/virtio/virtq.c
+# Policy-free parts, compiled once; each binary links one of the two ring
+# files (unit_ring_obj: virtq_packed.o for names with a -packed word).
+UNIT_SHARED_SRCS := tests/unit/sim_dev.c tests/unit/host_shim.c
 UNIT_SHARED_OBJS := $(patsubst %.c,$(UNIT_DIR)/obj/%.o,$(UNIT_SHARED_SRCS))
+unit_ring_obj = $(patsubst %.c,$(UNIT_DIR)/obj/%.o,$(call ring_file,$(if $(call variant_packed,$(1)),packed)))
+UNIT_SPLIT_OBJS := $(UNIT_SHARED_OBJS) $(call unit_ring_obj,split)
+UNIT_PACKED_OBJS := $(UNIT_SHARED_OBJS) $(call unit_ring_obj,x-packed)
 # Compiled per variant.
 UNIT_VNET_SRCS := tests/unit/test_vnet.c tests/unit/sim_pci.c drivers/virtio/vnet.c \
 	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c
 
+# The packed ring (RING=packed) through the whole driver: every TX_RECLAIM x
+# TX_KICK with EVENT_IDX, the flag protocol per TX_KICK, and the other
+# policies over a spread, the idle policies included.
+UNIT_PACKED_VARIANTS := \
+	$(foreach r,$(VARIANT_RECLAIMS),$(foreach k,$(VARIANT_KICKS),$(r)-$(k)-ei1-eager-inline-zc1-packed)) \
+	$(foreach k,$(VARIANT_KICKS),base-$(k)-ei0-eager-inline-zc1-packed) \
+	$(foreach r,base v2,$(foreach k,burst timer,$(r)-$(k)-ei1-batched-inline-zc1-packed)) \
+	v3-every-ei1-eager-chain-zc0-packed lazy-deferred-ei0-eager-chain-zc1-packed \
+	base-every-ei1-eager-inline-zc1-off_none-packed \
+	base-every-ei1-eager-inline-zc1-idle_halt-packed base-deferred-ei0-eager-inline-zc1-idle_halt-packed \
+	base-timer-ei1-eager-chain-zc0-idle_halt-packed v2-burst-ei0-eager-inline-zc1-idle_adaptive-packed \
+	base-every-ei1-eager-inline-zc1-idle_halt-rxc64-packed
 # Every TX_RECLAIM x TX_KICK with EVENT_IDX on and off (at the default
 # offload level, tso+lro), then the other policies (avail=batched,
 # txhdr=chain, zero-copy off, optional features, the lower offload levels)
@@ -37,61 +53,78 @@ UNIT_VARIANTS := \
 	base-timer-ei1-eager-chain-zc0-idle_halt base-every-ei1-eager-inline-zc1-idle_adaptive \
 	v2-burst-ei0-eager-inline-zc1-idle_adaptive \
 	base-every-ei1-eager-inline-zc1-idle_halt-rxc64 base-burst-ei1-eager-inline-zc1-idle_adaptive-rxc16 \
-	base-every-ei0-eager-inline-zc1-idle_halt-rxc64 base-every-ei1-eager-inline-zc1-off_none-idle_halt-rxc256
+	base-every-ei0-eager-inline-zc1-idle_halt-rxc64 base-every-ei1-eager-inline-zc1-off_none-idle_halt-rxc256 \
+	$(UNIT_PACKED_VARIANTS)
 # The offload paths (test_offload.c) at every OFFLOAD level, plus copy +
 # chained header, and merged buffers without large receive.
 UNIT_OFFLOAD_VARIANTS := base-every-ei1-eager-inline-zc1 \
 	$(foreach o,none csum tso,base-every-ei1-eager-inline-zc1-off_$(o)) \
 	v2-burst-ei0-eager-chain-zc0 poll-timer-ei0-batched-chain-zc0-off_none-mrg-nd \
-	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd
+	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd base-every-ei1-eager-inline-zc1-packed \
+	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd-packed
 UNIT_OFFLOAD_SRCS := tests/unit/test_offload.c tests/unit/sim_pci.c drivers/virtio/vnet.c \
 	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c
-UNIT_BINS := $(UNIT_DIR)/test_virtq $(UNIT_DIR)/test_virtio_pci $(UNIT_DIR)/test_virtio_mmio $(foreach v,$(UNIT_VARIANTS),$(UNIT_DIR)/$(v)/test_vnet) \
+UNIT_BINS := $(UNIT_DIR)/test_virtq $(UNIT_DIR)/test_virtq_packed $(UNIT_DIR)/test_virtio_pci \
+	$(UNIT_DIR)/test_virtio_mmio $(UNIT_DIR)/test_virtio_mmio_packed \
+	$(foreach v,$(UNIT_VARIANTS),$(UNIT_DIR)/$(v)/test_vnet) \
 	$(foreach v,$(UNIT_OFFLOAD_VARIANTS),$(UNIT_DIR)/$(v)/test_offload)
 
 $(UNIT_DIR)/obj/%.o: %.c $(UNIT_DEPS)
 	@mkdir -p $(@D)
 	@$(UNIT_CC) $(UNIT_CFLAGS) -c $< -o $@
 
-$(UNIT_DIR)/test_virtq: tests/unit/test_virtq.c $(UNIT_SHARED_OBJS) $(UNIT_DEPS)
+$(UNIT_DIR)/test_virtq: tests/unit/test_virtq.c $(UNIT_SPLIT_OBJS) $(UNIT_DEPS)
 	@echo "  HOSTCC  $@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) $< $(UNIT_SHARED_OBJS) -o $@
+	@$(UNIT_CC) $(UNIT_CFLAGS) $< $(UNIT_SPLIT_OBJS) -o $@
+
+$(UNIT_DIR)/test_virtq_packed: tests/unit/test_virtq_packed.c $(UNIT_PACKED_OBJS) $(UNIT_DEPS)
+	@echo "  HOSTCC  $@"
+	@$(UNIT_CC) $(UNIT_CFLAGS) $< $(UNIT_PACKED_OBJS) -o $@
 
 # The transport's config reads, with MMIO accesses traced (mmio_trace.h
 # replaces kernel/arch.h for virtio_pci.c only).
 $(UNIT_DIR)/test_virtio_pci: tests/unit/test_virtio_pci.c drivers/virtio/virtio_pci.c \
-		$(UNIT_SHARED_OBJS) $(UNIT_DEPS)
+		$(UNIT_SPLIT_OBJS) $(UNIT_DEPS)
 	@echo "  HOSTCC  $@"
 	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h -c drivers/virtio/virtio_pci.c \
 		-o $(UNIT_DIR)/obj/virtio_pci_traced.o
 	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h tests/unit/test_virtio_pci.c \
-		$(UNIT_DIR)/obj/virtio_pci_traced.o $(UNIT_SHARED_OBJS) -o $@
+		$(UNIT_DIR)/obj/virtio_pci_traced.o $(UNIT_SPLIT_OBJS) -o $@
 
 # The MMIO transport against a register window in host memory, traced the
-# same way.
-$(UNIT_DIR)/test_virtio_mmio: tests/unit/test_virtio_mmio.c drivers/virtio/virtio_mmio.c \
-		$(UNIT_SHARED_OBJS) $(UNIT_DEPS)
+# same way; once per ring file (the three area registers take the split
+# ring's parts or the packed ring's, 4.2.3.2 step 6).
+$(UNIT_DIR)/obj/virtio_mmio_traced.o: drivers/virtio/virtio_mmio.c $(UNIT_DEPS)
+	@mkdir -p $(@D)
+	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h -c $< -o $@
+
+$(UNIT_DIR)/test_virtio_mmio: tests/unit/test_virtio_mmio.c $(UNIT_DIR)/obj/virtio_mmio_traced.o \
+		$(UNIT_SPLIT_OBJS) $(UNIT_DEPS)
 	@echo "  HOSTCC  $@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h -c drivers/virtio/virtio_mmio.c \
-		-o $(UNIT_DIR)/obj/virtio_mmio_traced.o
 	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h tests/unit/test_virtio_mmio.c \
-		$(UNIT_DIR)/obj/virtio_mmio_traced.o $(UNIT_SHARED_OBJS) -o $@
+		$(UNIT_DIR)/obj/virtio_mmio_traced.o $(UNIT_SPLIT_OBJS) -o $@
+
+$(UNIT_DIR)/test_virtio_mmio_packed: tests/unit/test_virtio_mmio.c \
+		$(UNIT_DIR)/obj/virtio_mmio_traced.o $(UNIT_PACKED_OBJS) $(UNIT_DEPS)
+	@echo "  HOSTCC  $@"
+	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h tests/unit/test_virtio_mmio.c \
+		$(UNIT_DIR)/obj/virtio_mmio_traced.o $(UNIT_PACKED_OBJS) -o $@
 
 define UNIT_VARIANT_RULE
-$(UNIT_DIR)/$(1)/test_vnet: $(UNIT_VNET_SRCS) $(UNIT_SHARED_OBJS) $(UNIT_DEPS)
+$(UNIT_DIR)/$(1)/test_vnet: $(UNIT_VNET_SRCS) $(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) $(UNIT_DEPS)
 	@mkdir -p $$(@D)
 	@echo "  HOSTCC  $$@"
 	@$(UNIT_CC) $(UNIT_CFLAGS) -DVNET_TRACE=1 $(call variant_flags,$(1)) $(UNIT_VNET_SRCS) \
-		$(UNIT_SHARED_OBJS) -o $$@
+		$(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) -o $$@
 endef
 $(foreach v,$(UNIT_VARIANTS),$(eval $(call UNIT_VARIANT_RULE,$(v))))
 
 define UNIT_OFFLOAD_RULE
-$(UNIT_DIR)/$(1)/test_offload: $(UNIT_OFFLOAD_SRCS) $(UNIT_SHARED_OBJS) $(UNIT_DEPS)
+$(UNIT_DIR)/$(1)/test_offload: $(UNIT_OFFLOAD_SRCS) $(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) $(UNIT_DEPS)
 	@mkdir -p $$(@D)
 	@echo "  HOSTCC  $$@"
 	@$(UNIT_CC) $(UNIT_CFLAGS) $(call variant_flags,$(1)) $(UNIT_OFFLOAD_SRCS) \
-		$(UNIT_SHARED_OBJS) -o $$@
+		$(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) -o $$@
 endef
 $(foreach v,$(UNIT_OFFLOAD_VARIANTS),$(eval $(call UNIT_OFFLOAD_RULE,$(v))))
 
