@@ -43,6 +43,14 @@ def linked_variants():
     return tuple(m.group(1).split())
 
 
+def linked_kernel(name):
+    """build/v/<name>/vnetlab.elf, a variant `make variants-link` linked."""
+    path = os.path.join(BUILD, "v", name, "vnetlab.elf")
+    if not os.path.exists(path):
+        raise Fail(f"{path} missing (tests/run.sh links it with `make variants-link`)")
+    return path
+
+
 class Fail(Exception):
     """A test expectation did not hold."""
 

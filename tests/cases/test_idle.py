@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from lib import (BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, echo_guest, json_line, netpeer,
+from lib import (BUILD, NS_GUEST_IP, linked_kernel, NS_HOST_IP, NS_PREFIX, TOP, Fail, echo_guest, json_line, netpeer,
                  stop_echo, wait_listening)
 
 GUEST_NET = f"ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap"
@@ -31,19 +31,12 @@ def idle_variants():
     return names
 
 
-def kernel(name):
-    path = os.path.join(BUILD, "v", name, "vnetlab.elf")
-    if not os.path.exists(path):
-        raise Fail(f"{path} missing (tests/run.sh links it with `make variants-link`)")
-    return path
-
-
 def halts(name):
     return "idle_halt" in name or "idle_adaptive" in name
 
 
 def echo(t, ns, name, extra=()):
-    return echo_guest(t, ns, kernel(name), seconds=120, extra=extra)
+    return echo_guest(t, ns, linked_kernel(name), seconds=120, extra=extra)
 
 
 def stop(ns, g):
@@ -69,7 +62,7 @@ def rr_client(t, ns, name, extra=(), irq="msix"):
              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_listening(ns, "tcp", RR_PORT)
     g = t.boot(append=f"app=rr rr.peer={NS_HOST_IP} rr.seconds=1 rr.warmup=0 {GUEST_NET}",
-               net=f"tap:{ns.tap}", ns=ns, timeout=60, kernel=kernel(name), extra=extra)
+               net=f"tap:{ns.tap}", ns=ns, timeout=60, kernel=linked_kernel(name), extra=extra)
     g.expect_ok()
     r = json_line(g, "RESULT")
     if r["transactions"] <= 0 or r["lost"] or r["errors"]:
@@ -128,7 +121,7 @@ def test_halt_timer_wake_without_traffic(t):
         with t.netns() as ns:
             t0 = time.monotonic()
             g = t.boot(append=f"app=rr rr.role=server rr.wait={wait_s} {GUEST_NET}", net=f"tap:{ns.tap}",
-                       ns=ns, timeout=60, kernel=kernel(name))
+                       ns=ns, timeout=60, kernel=linked_kernel(name))
             took = time.monotonic() - t0
             g.expect(r'^ERROR \{"where":"rr","msg":"no request on TCP port \d+ within 3 s"\}')
             g.expect_status(1)

@@ -7,7 +7,7 @@ the 8259 line with acpi=off, and its clear refusal with acpi=on."""
 import os
 import subprocess
 
-from lib import (BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, Fail, echo_guest, json_line, netpeer, stop_echo,
+from lib import (BUILD, NS_GUEST_IP, linked_kernel, NS_HOST_IP, NS_PREFIX, Fail, echo_guest, json_line, netpeer, stop_echo,
                  wait_listening)
 
 MICROVMS = ("microvm", "microvm,acpi=off")
@@ -16,10 +16,7 @@ HALT = "base-every-ei1-eager-inline-zc1-idle_halt"
 
 
 def halt_kernel():
-    path = os.path.join(BUILD, "v", HALT, "vnetlab.elf")
-    if not os.path.exists(path):
-        raise Fail(f"{path} missing (tests/run.sh links it with `make variants-link`)")
-    return path
+    return linked_kernel(HALT)
 
 
 def test_microvm_boot_finds_the_nic_both_ways(t):

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import lib
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, json_line, netpeer
+from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, json_line, linked_kernel, netpeer, per_queue
 
 PEER = [sys.executable, os.path.join(TOP, "tests", "tools", "netpeer.py")]
 MIB = 1 << 20
@@ -32,10 +32,7 @@ LEVELS = _mk_list("VARIANT_OFFLOADS")  # lro (the default) first
 def variant(level, kick="every"):
     """The linked kernel of one OFFLOAD level and TX_KICK policy."""
     name = f"base-{kick}-ei1-eager-inline-zc1" + ("" if level == "lro" else f"-off_{level}")
-    path = os.path.join(BUILD, "v", name, "vnetlab.elf")
-    if not os.path.exists(path):
-        raise Fail(f"{path} missing (tests/run.sh links it with `make variants-link`)")
-    return name, path
+    return name, linked_kernel(name)
 
 
 peer = netpeer
@@ -50,19 +47,9 @@ def stop_guest(ns, g):
     return {k: json_line(g, k) for k in ("LWIPSTATS", "NETIF")}
 
 
-def counters(g):
-    """The COUNTERS lines by queue."""
-    out = {}
-    for line in g.text():
-        if line.startswith("COUNTERS "):
-            c = json.loads(line[9:])
-            out[c["queue"]] = c
-    return out
-
-
 def check_offloads_used(g, level, stats, what):
     """What each level must have done, from the guest's own counters."""
-    c = counters(g)
+    c = per_queue(g, "COUNTERS")
     lw, nf = stats["LWIPSTATS"], stats["NETIF"]
     if lw["tcp_chkerr"] or lw["ip_chkerr"]:
         raise Fail(f"{what}: checksum errors in lwIP {lw}")
@@ -93,7 +80,7 @@ def test_offload_integrity_every_level_and_kick(t):
                 res = peer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(64 * MIB)], timeout=600)
                 stats = stop_guest(ns, g)
                 check_offloads_used(g, level, stats, name)
-                c = counters(g)
+                c = per_queue(g, "COUNTERS")
                 print(f"    {name}: 64 MiB intact at {res['mbps']} Mbit/s (TCG, tap); "
                       f"TSO frames {c['tx']['gso']}, large RX frames {c['rx']['gso']}, "
                       f"rexmit {stats['LWIPSTATS']['tcp_rexmit']}")
@@ -244,6 +231,6 @@ def test_offload_rx_copy_path(t):
         g = echo_guest(t, ns, kernel, args="net.rx_hold_max=0")
         peer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(32 * MIB)], timeout=300)
         stats = stop_guest(ns, g)
-        c = counters(g)
+        c = per_queue(g, "COUNTERS")
         if stats["NETIF"]["rx_copies"] < c["rx"]["frames"] - 10 or c["rx"]["gso"] == 0:
             raise Fail(f"expected every frame copied, large frames among them: {stats['NETIF']} {c['rx']}")

@@ -13,7 +13,7 @@ import re
 import subprocess
 import time
 
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, json_line, netpeer
+from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, json_line, linked_kernel, netpeer, per_queue
 
 import os
 
@@ -31,22 +31,6 @@ def packed_variants():
     return names
 
 
-def kernel(name):
-    path = os.path.join(BUILD, "v", name, "vnetlab.elf")
-    if not os.path.exists(path):
-        raise Fail(f"{path} missing (tests/run.sh links it with `make variants-link`)")
-    return path
-
-
-def counters(g):
-    out = {}
-    for line in g.text():
-        if line.startswith("COUNTERS "):
-            c = json.loads(line[9:])
-            out[c["queue"]] = c
-    return out
-
-
 def check_packed_run(g, name, what):
     """The build negotiated the packed layout, says so, and the device
     broke no ring rule."""
@@ -55,7 +39,7 @@ def check_packed_run(g, name, what):
         raise Fail(f"{name} {what}: RING_PACKED not negotiated: {feats}")
     g.expect(r"^virtio-net: mac=.* variant=.*,ring=packed$")
     g.expect_not(r"^DEVICE_FAULT")
-    c = counters(g)
+    c = per_queue(g, "COUNTERS")
     if set(c) != {"tx", "rx"} or c["tx"]["device_errors"] or c["rx"]["device_errors"]:
         raise Fail(f"{name} {what}: expected COUNTERS without device errors, saw {c}")
     return c
@@ -76,7 +60,7 @@ def integrity_and_rr(t, name, machine="pc"):
     with SHA-256 both ways, then a 1 s TCP RR against sockperf."""
     with t.netns() as ns:
         g = t.start(append=f"app=echo echo.seconds=120 {GUEST_NET}", net=f"tap:{ns.tap}", ns=ns,
-                    timeout=180, kernel=kernel(name), machine=machine, packed=True)
+                    timeout=180, kernel=linked_kernel(name), machine=machine, packed=True)
         g.wait_line(r"^echo listening", timeout=30)
         res = netpeer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(8 << 20)], timeout=300)
         netpeer(ns, ["stop", NS_GUEST_IP], timeout=20)
@@ -94,7 +78,7 @@ def integrity_and_rr(t, name, machine="pc"):
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_listening(ns, RR_PORT)
         g = t.boot(append=f"app=rr rr.peer={NS_HOST_IP} rr.port={RR_PORT} rr.seconds=1 rr.warmup=0 "
-                          f"{GUEST_NET}", net=f"tap:{ns.tap}", ns=ns, timeout=60, kernel=kernel(name),
+                          f"{GUEST_NET}", net=f"tap:{ns.tap}", ns=ns, timeout=60, kernel=linked_kernel(name),
                    machine=machine, packed=True)
         g.expect_ok()
         check_packed_run(g, name, f"rr on {machine}")
@@ -134,7 +118,7 @@ def test_packed_build_needs_packed_device(t):
     """Without packed=on QEMU offers no RING_PACKED: the packed build
     says so in one ERROR line and exits with status 1 (no split fallback)."""
     name = packed_variants()[0]
-    g = t.boot(append="app=echo echo.seconds=5 backend=user", net="user", timeout=60, kernel=kernel(name))
+    g = t.boot(append="app=echo echo.seconds=5 backend=user", net="user", timeout=60, kernel=linked_kernel(name))
     g.expect(r'^ERROR \{"where":"[^"]*","msg":"[^"]*needs VIRTIO_F_RING_PACKED[^"]*"\}')
     g.expect_status(1)
 
@@ -149,7 +133,7 @@ def test_split_build_on_packed_device(t):
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_listening(ns, RR_PORT)
         g = t.boot(append=f"app=rr rr.peer={NS_HOST_IP} rr.port={RR_PORT} rr.seconds=1 rr.warmup=0 {GUEST_NET}",
-                   net=f"tap:{ns.tap}", ns=ns, timeout=60, kernel=kernel(name), packed=True)
+                   net=f"tap:{ns.tap}", ns=ns, timeout=60, kernel=linked_kernel(name), packed=True)
         g.expect_ok()
         m = g.expect(r"^virtio-net: features=0x[0-9a-f]+ \(([A-Z_0-9,]+)\) offered=0x([0-9a-f]+)$")
         if "RING_PACKED" in m.group(1).split(",") or not int(m.group(2), 16) >> 34 & 1:
@@ -166,7 +150,7 @@ def test_make_run_ring_packed(t):
     RING=packed the same kernel cannot start (test above)."""
     name = packed_variants()[0]
     env = dict(os.environ, TEST="tcp_rr,tcp_stream", DURATION="1", WARMUP="0", RING="packed",
-               KERNEL=kernel(name))
+               KERNEL=linked_kernel(name))
     for machine in ("pc", "microvm"):
         r = subprocess.run(["bash", os.path.join(TOP, "host", "run.sh")], env=dict(env, MACHINE=machine),
                            capture_output=True, text=True, timeout=150)
