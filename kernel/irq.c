@@ -7,8 +7,9 @@
  * The 8259 pair is remapped to vectors 0x20-0x2f (off the exception range)
  * and masked, except for a legacy PCI line a driver asks for; its output
  * reaches the CPU through LINT0 in ExtINT mode (virtual-wire mode, MP spec
- * 1.4 section 3.6.2.2), which apic.c programs. MSI-X and the LAPIC timer
- * are delivered by the local APIC.
+ * 1.4 section 3.6.2.2), which apic.c programs. MSI-X, the LAPIC timer and
+ * the GSIs routed through an I/O APIC (ioapic.c) are delivered by the local
+ * APIC.
  *
  * Nothing here races with the interrupted code: interrupts are enabled
  * only inside cpu_sti_hlt_cli(), so a handler always interrupts that HLT.
@@ -119,6 +120,22 @@ int irq_alloc_legacy(unsigned line, irq_fn fn, void *arg)
 	if (line >= 8)
 		pic_mask &= (uint16_t) ~(1u << 2); /* the cascade */
 	pic_write_mask();
+	return v;
+}
+
+int irq_alloc_gsi(uint32_t gsi, bool level, bool active_low, irq_fn fn, void *arg, char *err,
+                  size_t errlen)
+{
+	int v = irq_alloc(fn, arg);
+
+	if (v < 0) {
+		snprintf(err, errlen, "no interrupt vector left for GSI %u", gsi);
+		return -1;
+	}
+	if (ioapic_route(gsi, (uint8_t)v, level, active_low, err, errlen)) {
+		irqs[v].kind = IRQ_FREE;
+		return -1;
+	}
 	return v;
 }
 

@@ -64,9 +64,19 @@ int irq_alloc(irq_fn fn, void *arg);
 /* A legacy PCI INTx line (0-15) through the 8259 PIC in virtual-wire mode;
  * the vector, or -1. fn must make the device drop the line (level). */
 int irq_alloc_legacy(unsigned line, irq_fn fn, void *arg);
+/* A GSI routed through the I/O APIC that has it (ioapic.c) to a LAPIC
+ * vector; the vector, or -1 with err filled. fn must make a level-triggered
+ * device drop the line. */
+int irq_alloc_gsi(uint32_t gsi, bool level, bool active_low, irq_fn fn, void *arg, char *err,
+                  size_t errlen);
 uint64_t irq_count(int vector);
 uint64_t irq_unexpected(void); /* interrupts on vectors nobody allocated */
 uint64_t irq_spurious(void);   /* LAPIC / PIC spurious interrupts */
+
+/* ioapic.c: the MADT's I/O APICs */
+bool ioapic_has(uint32_t gsi);
+int ioapic_route(uint32_t gsi, uint8_t vector, bool level, bool active_low, char *err,
+                 size_t errlen);
 
 /* apic.c: the local APIC (x2APIC when the CPU has it) and its timer */
 int apic_init(char *err, size_t errlen);
@@ -151,7 +161,9 @@ void pci_enable_mmio_busmaster(const struct pci_dev *d);
 /* mmiodev.c: virtio-mmio windows from the command line and the DSDT */
 struct mmio_dev {
 	uint64_t base, size;
-	uint32_t irq;       /* the GSI it raises (level, active high) */
+	uint32_t irq;       /* the GSI it raises */
+	bool edge;          /* trigger mode (QEMU's: level) */
+	bool active_low;    /* polarity (QEMU's: active high) */
 	const char *source; /* "cmdline" or "acpi" */
 };
 void mmiodev_init(void);

@@ -28,21 +28,27 @@
 #define CRS_SCAN_BYTES   160  /* _HID to the end of its device's _CRS in QEMU's AML */
 #define ACPI_MEM32_FIXED 0x86 /* large item, length 9 */
 #define ACPI_EXT_IRQ     0x89 /* large item, length >= 6 */
+/* Its flags byte (6.4.3.6): bit 1 edge (else level), bit 2 active low. */
+#define EXT_IRQ_EDGE       (1u << 1)
+#define EXT_IRQ_ACTIVE_LOW (1u << 2)
 
 static struct mmio_dev devs[MMIODEV_MAX];
 static int ndevs;
 
-static void mmiodev_add(uint64_t base, uint64_t size, uint32_t irq, const char *source)
+static void mmiodev_add(uint64_t base, uint64_t size, uint32_t irq, uint8_t flags,
+                        const char *source)
 {
 	for (int i = 0; i < ndevs; i++)
 		if (devs[i].base == base)
 			return;
 	if (ndevs == MMIODEV_MAX)
 		return;
-	devs[ndevs++] = (struct mmio_dev){base, size, irq, source};
+	devs[ndevs++] = (struct mmio_dev){
+	    base, size, irq, flags & EXT_IRQ_EDGE, flags & EXT_IRQ_ACTIVE_LOW, source};
 	paging_map_mmio(base, size);
-	printf("mmio 0x%lx+0x%lx irq=%u from=%s\n", (unsigned long)base, (unsigned long)size, irq,
-	       source);
+	printf("mmio 0x%lx+0x%lx irq=%u %s active-%s from=%s\n", (unsigned long)base,
+	       (unsigned long)size, irq, flags & EXT_IRQ_EDGE ? "edge" : "level",
+	       flags & EXT_IRQ_ACTIVE_LOW ? "low" : "high", source);
 }
 
 /* "<size>@<base>:<irq>[:<id>]" */
@@ -67,7 +73,7 @@ static void mmiodev_parse(const char *word)
 	if (end == v || (*end && *end != ':') || irq > 255 || size < 0x100 || size > (1u << 20) ||
 	    base == 0 || base + size > (1ull << 32))
 		goto bad;
-	mmiodev_add(base, size, (uint32_t)irq, "cmdline");
+	mmiodev_add(base, size, (uint32_t)irq, 0, "cmdline"); /* Linux's form: level, high */
 	return;
 bad:
 	kernel_usage_error("cmdline",
@@ -89,6 +95,7 @@ static void mmiodev_from_dsdt(void)
 			continue;
 		uint32_t end = i + CRS_SCAN_BYTES < len ? i + CRS_SCAN_BYTES : len;
 		uint32_t base = 0, size = 0, irq = 0;
+		uint8_t flags = 0;
 		bool mem = false, have_irq = false;
 		for (uint32_t j = i + sizeof(LNRO_HID); j + 12 <= end; j++) {
 			if (!memcmp(t + j, LNRO_HID, sizeof(LNRO_HID)))
@@ -101,12 +108,13 @@ static void mmiodev_from_dsdt(void)
 			} else if (mem && t[j] == ACPI_EXT_IRQ && t[j + 1] >= 6 && t[j + 2] == 0 &&
 			           t[j + 4] >= 1) {
 				memcpy(&irq, t + j + 5, 4);
+				flags = t[j + 3];
 				have_irq = true;
 				break;
 			}
 		}
 		if (mem && have_irq && base && size >= 0x100 && irq <= 255)
-			mmiodev_add(base, size, irq, "acpi");
+			mmiodev_add(base, size, irq, flags, "acpi");
 	}
 }
 

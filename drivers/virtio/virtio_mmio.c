@@ -211,17 +211,34 @@ static void virtio_mmio_irq(void *arg)
 
 int virtio_mmio_irq_setup(struct virtio_mmio *vm, char *err, size_t errlen)
 {
-	unsigned gsi = vm->win->irq;
+	const struct mmio_dev *w = vm->win;
+	unsigned gsi = w->irq;
 
-	if (gsi >= 16 || gsi == 2) {
-		snprintf(err, errlen,
-		         "virtio-mmio GSI %u is on an I/O APIC (not supported); IDLE=halt|adaptive "
-		         "need microvm,acpi=off or use IDLE=poll",
-		         gsi);
-		return -1;
-	}
 	if (irq_init(err, errlen))
 		return -1;
+	/* An I/O APIC the MADT lists for the GSI (microvm with acpi=on: GSIs
+	 * 24-47 on its second one) wins; without ACPI (acpi=off) lines 0-15
+	 * reach the 8259. */
+	if (ioapic_has(gsi)) {
+		char why[96];
+		int v = irq_alloc_gsi(gsi, !w->edge, w->active_low, virtio_mmio_irq, vm, why,
+		                      sizeof(why));
+		if (v < 0) {
+			snprintf(err, errlen, "virtio-mmio interrupt: %s", why);
+			return -1;
+		}
+		vm->irq_on = true;
+		printf("virtio-mmio: irq gsi=%u vector=0x%x (ioapic)\n", gsi, v);
+		return 0;
+	}
+	if (gsi >= 16 || gsi == 2) {
+		snprintf(
+		    err, errlen,
+		    "virtio-mmio GSI %u is on no I/O APIC the MADT lists and is not an 8259 line; "
+		    "IDLE=halt|adaptive need its interrupt, use IDLE=poll",
+		    gsi);
+		return -1;
+	}
 	if (irq_alloc_legacy(gsi, virtio_mmio_irq, vm) < 0) {
 		snprintf(err, errlen, "virtio-mmio interrupt line %u is not routable", gsi);
 		return -1;

@@ -19,6 +19,14 @@ extern uint64_t shim_halts;          /* halt_until() calls that halted */
 extern bool shim_halt_woken;
 /* What cpu_accel() says ("tcg" unless a test changes it before bring-up). */
 extern const char *shim_accel;
+/* The last irq_alloc_gsi() (an I/O APIC route; the shim has one I/O APIC
+ * with GSIs 24-47, as QEMU microvm with acpi=on); calls 0 until then. */
+struct shim_gsi {
+	uint32_t gsi;
+	bool level, active_low;
+	unsigned calls;
+};
+extern struct shim_gsi shim_gsi_last;
 void *shim_alloc(size_t size, size_t align);
 void shim_reset(void);
 

@@ -15,6 +15,7 @@
 #include "drivers/virtio/virtio_mmio.h"
 #include "kernel/kernel.h"
 #include "tests/unit/check.h"
+#include "tests/unit/host_shim.h"
 
 int check_failed, check_total;
 struct mmio_access mmio_log[256];
@@ -46,7 +47,10 @@ static void setup(uint32_t version0, uint32_t id0, uint32_t version1, uint32_t i
 		reg(w, 0x000, 0x74726976);
 		reg(w, 0x00c, 0x554d4551);
 		reg(w, 0x034, 256); /* QueueNumMax */
-		devs[w] = (struct mmio_dev){(uintptr_t)win[w], WIN_SIZE, 5 + (uint32_t)w, "test"};
+		devs[w] = (struct mmio_dev){.base = (uintptr_t)win[w],
+		                            .size = WIN_SIZE,
+		                            .irq = 5 + (uint32_t)w,
+		                            .source = "test"};
 	}
 	reg(0, 0x004, version0);
 	reg(0, 0x008, id0);
@@ -206,6 +210,47 @@ static void test_config_widths(void)
 	         "beyond the window refused");
 }
 
+/* The interrupt a halt build needs: a GSI the I/O APIC has goes there with
+ * the trigger mode and polarity the DSDT gave; a legacy line without one
+ * goes to the 8259; a GSI neither has is refused, saying why. */
+static void test_irq_routing(void)
+{
+	struct virtio_mmio vm;
+	char err[200];
+
+	setup(2, 1, 2, 0);
+	CHECK_EQ(0, virtio_mmio_probe(&vm, 1, err, sizeof(err)), "probe");
+	devs[0].irq = 47; /* microvm, acpi=on: level, active high */
+	shim_gsi_last = (struct shim_gsi){0};
+	CHECK_EQ(0, virtio_mmio_irq_setup(&vm, err, sizeof(err)), "GSI 47 routed");
+	CHECK(shim_gsi_last.calls == 1 && shim_gsi_last.gsi == 47, "through the I/O APIC");
+	CHECK(shim_gsi_last.level && !shim_gsi_last.active_low, "level, active high as declared");
+	CHECK(!strcmp(virtio_mmio_irq_mode_name(&vm), "line"), "irq mode line");
+
+	setup(2, 1, 2, 0);
+	CHECK_EQ(0, virtio_mmio_probe(&vm, 1, err, sizeof(err)), "probe");
+	devs[0].irq = 30;
+	devs[0].edge = true;
+	devs[0].active_low = true;
+	shim_gsi_last = (struct shim_gsi){0};
+	CHECK_EQ(0, virtio_mmio_irq_setup(&vm, err, sizeof(err)), "GSI 30 routed");
+	CHECK(!shim_gsi_last.level && shim_gsi_last.active_low, "edge, active low as declared");
+
+	setup(2, 1, 2, 0);
+	CHECK_EQ(0, virtio_mmio_probe(&vm, 1, err, sizeof(err)), "probe");
+	shim_gsi_last = (struct shim_gsi){0};
+	CHECK_EQ(0, virtio_mmio_irq_setup(&vm, err, sizeof(err)), "line 5 routed");
+	CHECK_EQ(0u, shim_gsi_last.calls, "line 5 (no I/O APIC has it): the 8259");
+
+	setup(2, 1, 2, 0);
+	CHECK_EQ(0, virtio_mmio_probe(&vm, 1, err, sizeof(err)), "probe");
+	devs[0].irq = 60;
+	CHECK_EQ(-1, virtio_mmio_irq_setup(&vm, err, sizeof(err)), "GSI 60 refused");
+	CHECK(strstr(err, "GSI 60") && strstr(err, "IDLE=poll"),
+	      "the error names the GSI and the way out");
+	printf("     GSI 60: %s\n", err);
+}
+
 int main(void)
 {
 	printf("test_virtio_mmio\n");
@@ -213,6 +258,7 @@ int main(void)
 	RUN(test_queue_setup_order);
 	RUN(test_notification_data);
 	RUN(test_config_widths);
+	RUN(test_irq_routing);
 	printf("test_virtio_mmio: %d checks, %d failed\n", check_total, check_failed);
 	return check_failed ? 1 : 0;
 }
