@@ -51,6 +51,16 @@ def linked_kernel(name):
     return path
 
 
+def linked_variants(var):
+    """The variant names a make variable lists (VARIANT_IDLE_LINKED,
+    VARIANT_PACKED_LINKED, ...), from `make print-VAR`; Fail if empty."""
+    r = subprocess.run(["make", "-s", f"print-{var}"], cwd=TOP, capture_output=True, text=True, timeout=60)
+    names = r.stdout.split()
+    if r.returncode or not names:
+        raise Fail(f"make print-{var} failed: {r.stderr[-300:]}")
+    return names
+
+
 class Fail(Exception):
     """A test expectation did not hold."""
 

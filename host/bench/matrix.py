@@ -66,7 +66,7 @@ KEYS = {
     "stream.cc": ("cubic", "TCP congestion control of the host's sending iperf (iperf -Z), the same for every column: cubic (Linux's default), any name in /proc/sys/net/ipv4/tcp_available_congestion_control, or host = this host's net.ipv4.tcp_congestion_control. Default cubic because BBR without the fq qdisc paces from a per-socket hrtimer whose cost and rate cap (~10 Gbit/s for one flow on this machine kind) are the host's, not the guest's"),
     "ping.sizes": ("56", "ICMP payload sizes (table rows)"),
     "memcached.concurrency": ("128", "memcached: memcaslap -c (connections; table rows)"),
-    "memcached.threads": ("2", "memcached: memcaslap -T (client threads)"),
+    "memcached.threads": ("2", "memcached: memcaslap -T (client threads); a list gives one table per value"),
     "accel": ("auto", "auto|kvm|tcg, passed to host/qemu-run.sh"),
     "cpu": ("", "QEMU CPU model of every guest (default: per accelerator, guests.CPU_MODEL: TCG qemu64, KVM host)"),
     "machine": ("pc", "machines, an axis like backends: pc, q35, microvm (no PCI: virtio-mmio found through ACPI), microvm-noacpi (microvm,acpi=off: virtio-mmio from the kernel command line, and the only microvm the halt idle policies run on); with more than one, every column splits into COLUMN@MACHINE"),
@@ -280,9 +280,10 @@ class Matrix:
         self.stream_cc = host_cc(str(s["stream.cc"]).strip())
         self.ping_sizes = [parse_size(x) for x in split_list(s["ping.sizes"])]
         self.mc_concurrency = self._ints("memcached.concurrency", 1, 1024)
-        self.mc_threads = self._int("memcached.threads", 1, 64)
-        if self.mc_threads > min(self.mc_concurrency):
-            raise BenchError("memcached.threads must not exceed memcached.concurrency (memcaslap -T <= -c)")
+        self.mc_threads = self._ints("memcached.threads", 1, 64)
+        if max(self.mc_threads) > min(self.mc_concurrency):
+            raise BenchError(f"memcached.threads {max(self.mc_threads)} exceeds memcached.concurrency "
+                             f"{min(self.mc_concurrency)} (memcaslap -T <= -c)")
         if s["accel"] not in ("auto", "kvm", "tcg"):
             raise BenchError(f"bad accel '{s['accel']}' (auto|kvm|tcg)")
         self.accel = s["accel"]
@@ -382,7 +383,8 @@ class Matrix:
             return [dict(msg=m, instances=i, seconds=self.seconds, cc=self.stream_cc)
                     for i in self.stream_instances for m in self.stream_sizes]
         if kind == "memcached":
-            return [dict(instances=c, threads=self.mc_threads, seconds=self.seconds) for c in self.mc_concurrency]
+            return [dict(instances=c, threads=t, seconds=self.seconds)
+                    for t in self.mc_threads for c in self.mc_concurrency]
         return [dict(size=z, seconds=self.seconds) for z in self.ping_sizes]
 
     def runs(self):

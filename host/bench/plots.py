@@ -35,7 +35,7 @@ def _by(records, *keys):
 
 
 def _subtitle(recs, skip):
-    keys = ("req", "resp", "burst", "instances", "msg")
+    keys = ("req", "resp", "burst", "instances", "msg", "threads")
     d = {k: recs[0].get(k) for k in keys if k not in skip and recs[0].get(k) is not None}
     s = ", ".join(f"{k} {v}" for k, v in d.items())
     return s + f" (accel {recs[0].get('accel')})"
@@ -64,7 +64,7 @@ def plot_all(records, cols, outdir):
         # Latency percentiles per column, at the smallest load measured.
         lat = [r for r in recs if r.get("lat_p50_ns") is not None]
         if lat:
-            for sub in _by(lat, "req", "resp", "burst", "msg").values():
+            for sub in _by(lat, "req", "resp", "burst", "msg", "threads").values():
                 load_key = "instances" if sub[0].get("instances") is not None else "size"
                 low = min(r.get(load_key) or 0 for r in sub)
                 sub = [r for r in sub if (r.get(load_key) or 0) == low]
@@ -78,10 +78,11 @@ def plot_all(records, cols, outdir):
                 ax.set_title(f"{test} latency percentiles, {backend}\n{_subtitle(sub, ())}", fontsize=9)
                 ax.legend(fontsize=8)
                 ax.grid(True, which="both", alpha=0.3)
-                files.append(_save(fig, outdir, _slug("latency", test, backend, sub[0].get("req"), sub[0].get("resp"), sub[0].get("msg")) + ".png"))
+                files.append(_save(fig, outdir, _slug("latency", test, backend, sub[0].get("req"), sub[0].get("resp"), sub[0].get("msg"),
+                                                   sub[0].get("threads")) + ".png"))
 
         if metric == "tps":
-            for sub in _by(recs, "req", "resp", "burst").values():
+            for sub in _by(recs, "req", "resp", "burst", "threads").values():
                 fig, ax = plt.subplots(figsize=(6, 4))
                 for c in cols:
                     rs = sorted((r for r in sub if r["column"] == c), key=lambda r: r["instances"])
@@ -92,7 +93,8 @@ def plot_all(records, cols, outdir):
                 ax.set_title(f"{test} transactions/s vs instances, {backend}\n{_subtitle(sub, ('instances',))}", fontsize=9)
                 ax.legend(fontsize=8)
                 ax.grid(True, alpha=0.3)
-                files.append(_save(fig, outdir, _slug("tps", test, backend, sub[0].get("req"), sub[0].get("resp"), sub[0].get("burst")) + ".png"))
+                files.append(_save(fig, outdir, _slug("tps", test, backend, sub[0].get("req"), sub[0].get("resp"), sub[0].get("burst"),
+                                                   sub[0].get("threads")) + ".png"))
 
         if metric == "mbps":
             for sub in _by(recs, "instances").values():

@@ -7,7 +7,7 @@ same peers -- becomes one more column without a change here:
 
   column            table column (a variant name, or e.g. "linux")
   test, backend     table group
-  req resp instances burst msg size   test parameters (TESTS[test]["row"]
+  req resp instances burst msg size threads   test parameters (TESTS[test]["row"]
                     picks the table row, the others form the group)
   status            ok | error | skipped  (only ok rows are counted)
   tps mbps lat_*_ns kicks_per_txn reclaims_per_txn   guest/peer figures
@@ -35,7 +35,7 @@ import idle
 import stats
 from matrix import TESTS
 
-PARAMS = ("req", "resp", "instances", "burst", "mps", "msg", "size", "seconds")
+PARAMS = ("req", "resp", "instances", "burst", "mps", "msg", "size", "threads", "seconds")
 
 # Leading CSV columns, in this order; any other keys follow sorted.
 CSV_FIRST = (
@@ -246,6 +246,8 @@ def group_title(gk):
         parts.append(f"open loop at {d['mps']:,} msg/s (host sockperf under-load; latency is the peer's)")
     if "instances" in d:
         parts.append(f"{d['instances']} instance{'s' if d['instances'] > 1 else ''}")
+    if "threads" in d:
+        parts.append(f"memcaslap -T {d['threads']}")
     return f"{test}{' ' + ', '.join(parts) if parts else ''} -- backend {backend}"
 
 

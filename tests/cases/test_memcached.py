@@ -242,9 +242,18 @@ def test_bench_matrices_expand(t):
     m = matrix.Matrix(s, defs, variants.resolve, list(guests.KINDS))
     runs = m.runs()
     got = sorted({(r.column, r.params["instances"], r.params["threads"]) for r in runs})
-    want = sorted((c, n, 2) for c in ("appliance", "linux", "loopback") for n in (16, 128))
+    # The 2014 mail's C=128, T=8 among them; the fair Linux column too.
+    want = sorted((c, n, t) for c in ("appliance", "linux", "linux:best", "loopback") for n in (16, 128)
+                  for t in (2, 8))
     if got != want or len(runs) != 4 * len(want) or {r.test for r in runs} != {"memcached"}:
         raise Fail(f"matrices/memcached.txt expands to {got} x {len(runs)} runs, expected {want} x 4")
+    # One table per -T: the report's group key and title keep them apart.
+    import report
+    keys = {report.group_key(dict(test="memcached", backend="tap", instances=16, threads=t, seconds=5))
+            for t in (2, 8)}
+    titles = sorted(report.group_title(k) for k in keys)
+    if len(keys) != 2 or not titles[1].endswith("memcaslap -T 8 -- backend tap"):
+        raise Fail(f"memcaslap -T 2 and -T 8 must be two tables, report says {titles}")
     ps, pdefs = pairs.parse_matrix(os.path.join(TOP, "host", "bench", "matrices", "pairs.txt"))
     sides = {x for p in pairs.words(ps["pairs"]) for x in p.split(">")}
     if sides != {"default", "base", "v2", "linux"} or set(pdefs) != {"base", "v2"}:

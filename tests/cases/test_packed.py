@@ -13,7 +13,7 @@ import re
 import subprocess
 import time
 
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, json_line, linked_kernel, netpeer, per_queue
+from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, json_line, linked_kernel, linked_variants, netpeer, per_queue
 
 import os
 
@@ -23,12 +23,7 @@ DEFAULT_PACKED = "base-every-ei1-eager-inline-zc1-packed"
 
 
 def packed_variants():
-    r = subprocess.run(["make", "-s", "print-VARIANT_PACKED_LINKED"], cwd=TOP, capture_output=True,
-                       text=True, timeout=60)
-    names = r.stdout.split()
-    if r.returncode or not names:
-        raise Fail(f"make print-VARIANT_PACKED_LINKED failed: {r.stderr[-300:]}")
-    return names
+    return linked_variants("VARIANT_PACKED_LINKED")
 
 
 def check_packed_run(g, name, what):
