@@ -38,11 +38,11 @@ uint64_t virtio_mmio_device_features(struct virtio_mmio *vm);
 void virtio_mmio_set_features(struct virtio_mmio *vm, uint64_t features);
 uint16_t virtio_mmio_num_queues(struct virtio_mmio *vm);
 int virtio_mmio_cfg_read(struct virtio_mmio *vm, uint32_t off, void *buf, uint32_t len);
-/* The window's interrupt line for the halt policies: a GSI below 16
- * through the 8259 PIC (QEMU microvm,acpi=off wires virtio-mmio to GSIs
- * 5-12, which reach the PIC too); a GSI only an I/O APIC has (microvm's
- * default acpi=on puts them on a second I/O APIC, 24-47) is refused: this
- * kernel does not program I/O APICs. */
+/* The window's interrupt line for the halt policies: through the I/O APIC
+ * the MADT lists for its GSI (microvm's default acpi=on: 24-47 on a second
+ * one), with the DSDT's trigger mode and polarity; else a GSI below 16
+ * through the 8259 PIC (microvm,acpi=off: GSIs 5-12, no ACPI tables); any
+ * other GSI is refused with the reason. */
 int virtio_mmio_irq_setup(struct virtio_mmio *vm, char *err, size_t errlen);
 const char *virtio_mmio_irq_mode_name(const struct virtio_mmio *vm); /* "line" or "none" */
 int virtio_mmio_queue_setup(struct virtio_mmio *vm, struct virtq *vq, uint16_t qidx, bool event_idx,

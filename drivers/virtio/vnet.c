@@ -321,6 +321,7 @@ struct vnet *vnet_open(char *err, size_t errlen)
 	char feats[160];
 
 	memset(vn, 0, sizeof(*vn));
+	vn->idle.coal_k = 1; /* RX_COALESCE's k: one entry until halts teach it more */
 	if (virtio_dev_probe(&vn->vd, VIRTIO_ID_NET, err, errlen))
 		return NULL;
 	if (vnet_init(vn, err, errlen))

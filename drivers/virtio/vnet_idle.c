@@ -86,7 +86,7 @@ static bool vnet_idle_irq_arrives(const struct vnet *vn, uint64_t irqs)
 /* RX_COALESCE: how many used RX entries the next halt waits for. */
 static uint16_t vnet_idle_rx_k(struct vnet *vn)
 {
-	uint16_t k = vn->idle.coal_k ? vn->idle.coal_k : 1;
+	uint16_t k = vn->idle.coal_k;
 	uint16_t cap = (uint16_t)(virtq_chains_published(&vn->rxq) / 2);
 
 	if (VNET_RX_COALESCE == 1 || !vn->rxq.event_idx)
@@ -230,7 +230,7 @@ void vnet_idle_print(const struct vnet *vn)
 	       (unsigned long long)(s.halted_ns / 1000), (unsigned long long)s.timer_wakes,
 	       (unsigned long long)s.lost_wakeups, (unsigned long long)s.arm_races,
 	       (unsigned long long)s.dev_syncs, (unsigned long long)s.coal_halts,
-	       (unsigned long long)s.coal_timeouts, (unsigned)(s.coal_k ? s.coal_k : 1),
+	       (unsigned long long)s.coal_timeouts, (unsigned)s.coal_k,
 	       (unsigned long long)virtio_dev_irqs(&vn->vd)[1 + VNET_RXQ],
 	       (unsigned long long)virtio_dev_irqs(&vn->vd)[1 + VNET_TXQ],
 	       (unsigned long long)s.irq_cfg, (unsigned long long)s.irq_other);

@@ -83,7 +83,7 @@ struct vnet {
 	/* Idle policy (vnet_idle.c) */
 	uint64_t idle_sig;           /* work signature at the previous pass */
 	uint64_t idle_last_work;     /* clock_ns() of the last pass that did work */
-	struct vnet_idle_stats idle; /* idle.coal_k: RX_COALESCE's k, 0 before the first halt */
+	struct vnet_idle_stats idle; /* idle.coal_k: RX_COALESCE's k, from 1 (vnet_open) */
 
 	struct vnet_counters rx, tx; /* kicks and device_errors come from the rings */
 	uint32_t poll_passes;
