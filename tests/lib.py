@@ -51,7 +51,7 @@ def linked_kernel(name):
     return path
 
 
-def linked_variants(var):
+def make_list(var):
     """The variant names a make variable lists (VARIANT_IDLE_LINKED,
     VARIANT_PACKED_LINKED, ...), from `make print-VAR`; Fail if empty."""
     r = subprocess.run(["make", "-s", f"print-{var}"], cwd=TOP, capture_output=True, text=True, timeout=60)

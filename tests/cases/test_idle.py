@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from lib import (BUILD, NS_GUEST_IP, linked_kernel, linked_variants, NS_HOST_IP, NS_PREFIX, TOP, Fail, echo_guest, json_line, netpeer,
+from lib import (BUILD, NS_GUEST_IP, linked_kernel, make_list, NS_HOST_IP, NS_PREFIX, TOP, Fail, echo_guest, json_line, netpeer,
                  stop_echo, wait_listening)
 
 GUEST_NET = f"ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap"
@@ -23,7 +23,7 @@ POLL = "base-every-ei1-eager-inline-zc1"
 
 
 def idle_variants():
-    return linked_variants("VARIANT_IDLE_LINKED")
+    return make_list("VARIANT_IDLE_LINKED")
 
 
 def halts(name):

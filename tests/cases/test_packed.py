@@ -13,7 +13,7 @@ import re
 import subprocess
 import time
 
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, json_line, linked_kernel, linked_variants, netpeer, per_queue
+from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, json_line, linked_kernel, make_list, netpeer, per_queue
 
 import os
 
@@ -23,7 +23,7 @@ DEFAULT_PACKED = "base-every-ei1-eager-inline-zc1-packed"
 
 
 def packed_variants():
-    return linked_variants("VARIANT_PACKED_LINKED")
+    return make_list("VARIANT_PACKED_LINKED")
 
 
 def check_packed_run(g, name, what):
