@@ -69,7 +69,7 @@ KEYS = {
     "memcached.threads": ("2", "memcached: memcaslap -T (client threads); a list gives one table per value"),
     "accel": ("auto", "auto|kvm|tcg, passed to host/qemu-run.sh"),
     "cpu": ("", "QEMU CPU model of every guest (default: per accelerator, guests.CPU_MODEL: TCG qemu64, KVM host)"),
-    "machine": ("pc", "machines, an axis like backends: pc, q35, microvm (no PCI: virtio-mmio found through ACPI), microvm-noacpi (microvm,acpi=off: virtio-mmio from the kernel command line, and the only microvm the halt idle policies run on); with more than one, every column splits into COLUMN@MACHINE"),
+    "machine": ("pc", "machines, an axis like backends: pc, q35, microvm (no PCI: virtio-mmio found through ACPI), microvm-noacpi (microvm,acpi=off: virtio-mmio from the kernel command line, interrupts through the 8259 instead of an I/O APIC); with more than one, every column splits into COLUMN@MACHINE"),
     "pin.qemu": ("", "taskset CPU list for QEMU (empty: no pinning)"),
     "pin.peer": ("", "taskset CPU list for the host peer"),
     "pin.backend": ("", "CPU list for the backend process (testpmd lcores, default 0,1)"),
