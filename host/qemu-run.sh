@@ -17,6 +17,9 @@
 #     --vhost             with tap: vhost=on (needs /dev/vhost-net)
 #     --packed            offer the packed virtqueue layout (packed=on, virtio 1.2
 #                         2.8): what RING=packed builds need; split builds ignore it
+#     --nic-opts OPTS     more properties for the NIC device, comma-separated
+#                         (e.g. iommu_platform=on: the device then offers
+#                         VIRTIO_F_ACCESS_PLATFORM and refuses a driver without it)
 #     --mem MIB           guest memory (default 512)
 #     --timeout SEC       hard limit for the whole boot (default 60)
 #
@@ -48,6 +51,7 @@ accel=auto
 net=user
 vhost=0
 packed=0
+nic_opts=
 mem=512
 tmo=60
 cpu_model=
@@ -74,6 +78,7 @@ while [ $# -gt 0 ]; do
 	--net) net=$2; shift 2 ;;
 	--vhost) vhost=1; shift ;;
 	--packed) packed=1; shift ;;
+	--nic-opts) nic_opts=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
 	--cpu) cpu_model=$2; shift 2 ;;
 	--timeout) tmo=$2; shift 2 ;;
@@ -141,6 +146,7 @@ esac
 # packed=on is a virtio device property (both transports): the device then
 # offers VIRTIO_F_RING_PACKED, which a split build simply does not take.
 [ "$packed" = 1 ] && nic="$nic,packed=on"
+[ -n "$nic_opts" ] && nic="$nic,$nic_opts"
 case "$net" in
 none) ;;
 user) args+=(-netdev user,id=n0 -device "$nic") ;;

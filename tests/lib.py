@@ -300,10 +300,12 @@ class T:
         self.cleanups = []
 
     def start(self, append="", machine="pc", net="user", image=None, timeout=60, ns=None, extra=(), kernel=None,
-              packed=False):
+              packed=False, nic_opts=""):
         argv = [QEMU_RUN, "--machine", machine, "--net", net, "--timeout", str(timeout)]
         if packed:
             argv.append("--packed")  # the NIC offers the packed ring (RING=packed builds need it)
+        if nic_opts:
+            argv += ["--nic-opts", nic_opts]  # more NIC properties (iommu_platform=on, ...)
         if image:
             argv += ["--image", image]
         else:

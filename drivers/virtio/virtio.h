@@ -23,6 +23,7 @@
 #define VIRTIO_F_VERSION_1         32
 #define VIRTIO_F_ACCESS_PLATFORM   33
 #define VIRTIO_F_RING_PACKED       34
+#define VIRTIO_F_ORDER_PLATFORM    36
 #define VIRTIO_F_NOTIFICATION_DATA 38
 
 /* 5.1.3 Network device feature bits */

@@ -39,6 +39,19 @@ static uint64_t vnet_wanted_features(void)
 	uint64_t f = VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_NET_F_MAC) |
 	             VIRTIO_BIT(VIRTIO_NET_F_STATUS) | VIRTIO_BIT(VIRTIO_NET_F_MTU);
 
+	/* 6.1: a driver SHOULD accept ACCESS_PLATFORM when offered, and a
+	 * device that needs it (QEMU iommu_platform=on, vDPA, hardware NICs,
+	 * SEV/TDX guests) refuses FEATURES_OK without it. It means "the device
+	 * sees addresses through the platform's DMA translation": nothing here
+	 * enables an IOMMU (no DMAR programming; firmware leaves translation
+	 * off), so the translation is the identity and the physical addresses
+	 * we already use are the DMA addresses. ORDER_PLATFORM asks for the
+	 * platform's DMA barriers rather than SMP ones: on x86 with rings in
+	 * coherent write-back memory those are the same (Linux: dma_wmb() and
+	 * dma_rmb() are compiler barriers, virtio_mb() is MFENCE, as our
+	 * arch_wmb/arch_rmb/arch_mb). */
+	f |= VIRTIO_BIT(VIRTIO_F_ACCESS_PLATFORM) | VIRTIO_BIT(VIRTIO_F_ORDER_PLATFORM);
+
 	if (VNET_EVENT_IDX)
 		f |= VIRTIO_BIT(VIRTIO_F_EVENT_IDX);
 	if (VNET_MRG_RXBUF)
@@ -74,6 +87,8 @@ static void vnet_feature_names(uint64_t f, char *buf, size_t len)
 	    {VIRTIO_NET_F_GUEST_TSO4, "GUEST_TSO4"},
 	    {VIRTIO_F_NOTIFICATION_DATA, "NOTIFICATION_DATA"},
 	    {VIRTIO_F_RING_PACKED, "RING_PACKED"},
+	    {VIRTIO_F_ACCESS_PLATFORM, "ACCESS_PLATFORM"},
+	    {VIRTIO_F_ORDER_PLATFORM, "ORDER_PLATFORM"},
 	};
 	size_t used = 0;
 
