@@ -81,11 +81,18 @@ static void tx_done(void *arg, void *cookie)
 /* Inline-header zero-copy builds need vnet_tx_headroom writable bytes in
  * front of the first segment. lwIP reserves PBUF_LINK_ENCAPSULATION_HLEN
  * there in every pbuf it allocates for output, but a forwarded or reused
- * pbuf (an ICMP echo built in a received buffer) may lack it. */
+ * pbuf (an ICMP echo built in a received buffer) may lack it. The first
+ * segment is the first pbuf with data (linkoutput skips empty ones), so
+ * that is the one asked: a zero-length head's headroom says nothing about
+ * the PBUF_ROM/REF pbuf after it, whose memory the driver does not own. */
 static bool has_headroom(struct pbuf *p)
 {
 	if (!vnet_tx_headroom)
 		return true;
+	while (p && !p->len)
+		p = p->next;
+	if (!p)
+		return true; /* no data: no segment, no header written in front */
 	if (pbuf_add_header(p, vnet_tx_headroom))
 		return false;
 	pbuf_remove_header(p, vnet_tx_headroom);

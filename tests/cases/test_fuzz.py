@@ -55,3 +55,41 @@ def test_fuzz_regression_inputs_caught_without_the_fix(t):
         if r.returncode == 0 or "AddressSanitizer" not in r.stderr:
             raise Fail(f"regression input {name} ran clean without the fix (status {r.returncode})")
     print(f"    {len(os.listdir(regress))} regression inputs crash lwIP without netif.c's check")
+
+
+def build_netif_mutant(find, replace, tag):
+    """fuzz_netif built from a scratch netif.c with one edit; its path."""
+    src = open(os.path.join(TOP, "net", "netif.c")).read()
+    if src.count(find) != 1:
+        raise Fail(f"net/netif.c no longer has exactly one {find!r}, which this test removes")
+    scratch = os.path.join(BUILD, "fuzz", "mutant-" + tag)
+    os.makedirs(os.path.join(scratch, "net"), exist_ok=True)
+    with open(os.path.join(scratch, "net", "netif.c"), "w") as f:
+        f.write(src.replace(find, replace))
+    binary = os.path.join(scratch, "fuzz_netif")
+    r = subprocess.run(["make", "-s", "FUZZ_NETIF_SRC=" + os.path.join(scratch, "net", "netif.c"),
+                        f"FUZZ_NETIF_OUT={binary}", binary], cwd=TOP, capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        raise Fail(f"building the mutant failed: {(r.stdout + r.stderr)[-1500:]}")
+    return binary
+
+
+def test_fuzz_netif_tx_headroom_of_first_data_pbuf(t):
+    """Issue 23 finding 3: fuzz_netif's start-up check sends a zero-length
+    head followed by a PBUF_ROM pbuf. With has_headroom() asking the head
+    (today's bug put back) the driver writes its 12-byte header in front of
+    the ROM memory and ASan stops the target; with the fix it runs clean."""
+    r = subprocess.run(["make", "-s", "-j2", "fuzz-build"], cwd=TOP, capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        raise Fail(f"make fuzz-build failed: {(r.stdout + r.stderr)[-1500:]}")
+    binary = build_netif_mutant("\twhile (p && !p->len)\n\t\tp = p->next;\n", "", "headroom")
+    seed = os.path.join(TOP, "tests", "fuzz", "corpus", "fuzz_netif", "ping")
+    r = subprocess.run([binary, "-runs=0", seed], capture_output=True, text=True, timeout=60)
+    if r.returncode == 0 or "AddressSanitizer" not in r.stderr:
+        raise Fail(f"headroom checked on the empty head: expected an ASan report, got status {r.returncode}: "
+                   f"{r.stderr[-600:]}")
+    r = subprocess.run([os.path.join(BUILD, "fuzz", "fuzz_netif"), "-runs=0", seed], capture_output=True, text=True,
+                       timeout=60)
+    if r.returncode:
+        raise Fail(f"fuzz_netif with the fix: status {r.returncode}: {r.stderr[-600:]}")
+    print("    zero-length head + PBUF_ROM: flattened into a copy (the bug put back: ASan underflow)")

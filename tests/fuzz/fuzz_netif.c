@@ -168,6 +168,47 @@ static void pass(void)
 	vnet_tx_end_burst(vn);
 }
 
+/* Issue 23 finding 3: the inline header goes in front of the first pbuf
+ * with data, so that is the one whose headroom counts. A zero-length head
+ * (which has lwIP's headroom) followed by a PBUF_ROM pbuf over memory the
+ * stack does not own must be flattened into a copy, not get 12 bytes
+ * written in front of that memory: the ROM payload starts a heap block,
+ * so ASan reports such a write as an underflow. Runs once at start-up,
+ * so every fuzz run and every regression replay checks it. */
+static void check_tx_headroom_first_data_pbuf(void)
+{
+	enum { LEN = 60 };
+	uint8_t *rom = malloc(LEN);
+	uint8_t want[LEN];
+
+	REQUIRE(rom, "malloc");
+	memset(rom, 0xff, 6);                              /* broadcast */
+	memcpy(rom + 6, (uint8_t[]){2, 0, 0, 0, 0, 9}, 6); /* a locally administered source */
+	rom[12] = 0x88; /* EtherType 0x88b5: local experimental, */
+	rom[13] = 0xb5; /* no offload applies */
+	for (unsigned i = 14; i < LEN; i++)
+		rom[i] = (uint8_t)i;
+	memcpy(want, rom, LEN);
+	uint64_t clones = vnetif_stats()->tx_clones, frames = sim.q[1].frames;
+	struct pbuf *head = pbuf_alloc(PBUF_LINK, 0, PBUF_RAM);
+	struct pbuf *tail = pbuf_alloc(PBUF_RAW, LEN, PBUF_ROM);
+
+	REQUIRE(head && tail, "pbuf_alloc");
+	tail->payload = rom;
+	pbuf_cat(head, tail);
+	REQUIRE(nif.linkoutput(&nif, head) == ERR_OK,
+	        "linkoutput of a zero-length head + PBUF_ROM");
+	pbuf_free(head);
+	pass();
+	REQUIRE(vnetif_stats()->tx_clones == clones + 1,
+	        "a PBUF_ROM first segment without headroom was sent zero-copy");
+	REQUIRE(sim.q[1].frames == frames + 1 && sim.q[1].last_len == 12 + LEN &&
+	            !memcmp(sim.q[1].last + 12, want, LEN),
+	        "the device did not get the frame intact");
+	REQUIRE(!memcmp(rom, want, LEN), "the ROM memory was written");
+	free(rom);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	static const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
@@ -209,6 +250,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	struct udp_pcb *u = udp_new();
 	REQUIRE(u && udp_bind(u, IP_ANY_TYPE, 7) == ERR_OK, "udp bind");
 	udp_recv(u, udp_echo, NULL);
+	check_tx_headroom_first_data_pbuf();
 	return 0;
 }
 
