@@ -59,6 +59,24 @@ static void raw_write32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t off, uint
 	outl(CFG_DATA, v);
 }
 
+/* A 16-bit write touches only its own two bytes: through the ports, the
+ * byte lanes of CONFIG_DATA select them (PCI 3.0 3.2.2.3.2: an access to
+ * 0xCFE writes bytes 2-3 of the addressed dword); through ECAM, a 16-bit
+ * MMIO store at the register (PCIe 7.2.2). A read-modify-write of the
+ * dword would write the neighbour back: COMMAND's neighbour is STATUS,
+ * whose error bits are write-1-to-clear (PCI 3.0 6.2.3), so writing
+ * COMMAND would clear every error the device had latched. */
+static void raw_write16(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t off, uint16_t v)
+{
+	if (use_ecam(bus)) {
+		mmio_write16(ecam_addr(bus, dev, fn, off & ~1), v);
+		return;
+	}
+	outl(CFG_ADDR, 0x80000000u | ((uint32_t)bus << 16) | ((uint32_t)dev << 11) |
+	                   ((uint32_t)fn << 8) | (off & 0xfc));
+	outw((uint16_t)(CFG_DATA + (off & 2)), v);
+}
+
 uint32_t pci_cfg_read32(const struct pci_dev *d, uint16_t off)
 {
 	return raw_read32(d->bus, d->dev, d->fn, off);
@@ -81,10 +99,7 @@ void pci_cfg_write32(const struct pci_dev *d, uint16_t off, uint32_t v)
 
 void pci_cfg_write16(const struct pci_dev *d, uint16_t off, uint16_t v)
 {
-	uint32_t shift = (off & 2) * 8;
-	uint32_t old = pci_cfg_read32(d, off);
-	old &= ~(0xffffu << shift);
-	pci_cfg_write32(d, off, old | ((uint32_t)v << shift));
+	raw_write16(d->bus, d->dev, d->fn, off, v);
 }
 
 static void probe(uint8_t bus, uint8_t dev, uint8_t fn)

@@ -27,7 +27,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 30
 
 # (name, file, find, replace, binaries): a binary is "virtq", "virtq_packed", "virtio_pci",
-# "virtio_mmio", "virtio_mmio_packed", a unit
+# "virtio_mmio", "virtio_mmio_packed", "pci", a unit
 # variant name from tests/unit/unit.mk (UNIT_VARIANTS: its test_vnet), or
 # "offload:" + a name from UNIT_OFFLOAD_VARIANTS (its test_offload).
 LRO = "offload:base-every-ei1-eager-inline-zc1"
@@ -351,13 +351,30 @@ MUTANTS = [
      "if (v16 > 1500)",
      "if (v16 > 9000)",
      [LRO]),
+    # Issue 23 finding 4: PCI configuration writes and the virtio-pci set-up.
+    ("pci: 16-bit config write through byte lanes 0-1 whatever the offset", "kernel/pci.c",
+     "outw((uint16_t)(CFG_DATA + (off & 2)), v);", "outw((uint16_t)CFG_DATA, v);",
+     ["pci"]),
+    ("pci: 16-bit config write as a dword read-modify-write (STATUS W1C bits written back)", "kernel/pci.c",
+     "outw((uint16_t)(CFG_DATA + (off & 2)), v);",
+     "outl(CFG_DATA, (inl(CFG_DATA) & ~(0xffffu << (off & 2) * 8)) | (uint32_t)v << (off & 2) * 8);",
+     ["pci"]),
+    ("virtio-pci: a capability in an unusable BAR kept (4.1.4.1: the first the driver can use)",
+     "drivers/virtio/virtio_pci.c",
+     "if (virtio_pci_map_cap(d, &c, what[type], why[type], sizeof(why[type]))) {",
+     "if (virtio_pci_map_cap(d, &c, what[type], why[type], sizeof(why[type])) && 0) {",
+     ["virtio_pci"]),
+    ("virtio-pci: MSI-X left enabled and masked when irq_alloc fails part way (no INTx)",
+     "drivers/virtio/virtio_pci.c",
+     "\t\t\tvirtio_pci_msix_off(d, cap, ctrl);\n\t\t\treturn -1;", "\t\t\treturn -1;",
+     ["virtio_pci"]),
 ]
 
 
 def binary_path(build, b):
     if b.startswith("offload:"):
         return os.path.join(build, "unit", b[8:], "test_offload")
-    if b in ("virtq", "virtq_packed", "virtio_pci", "virtio_mmio", "virtio_mmio_packed"):
+    if b in ("virtq", "virtq_packed", "virtio_pci", "virtio_mmio", "virtio_mmio_packed", "pci"):
         return os.path.join(build, "unit", "test_" + b)
     return os.path.join(build, "unit", b, "test_vnet")
 

@@ -87,7 +87,10 @@ static int virtio_pci_map_cap(const struct pci_dev *d, struct virtio_pci_cap_loc
 }
 
 /* 4.1.4: walk the capability list; the first capability of each type the
- * driver understands wins. */
+ * driver can use wins (4.1.4.1: the order is the device's preference, and
+ * the driver SHOULD use the first instance it can support). One in an I/O
+ * BAR, an unassigned BAR or overrunning its BAR is skipped, so a later
+ * one of the same type in a memory BAR is still found. */
 static int virtio_pci_walk_caps(struct virtio_pci *vp, char *err, size_t errlen)
 {
 	static const char *const what[] = {[VIRTIO_PCI_CAP_COMMON_CFG] = "common",
@@ -95,6 +98,8 @@ static int virtio_pci_walk_caps(struct virtio_pci *vp, char *err, size_t errlen)
 	                                   [VIRTIO_PCI_CAP_ISR_CFG] = "ISR",
 	                                   [VIRTIO_PCI_CAP_DEVICE_CFG] = "device"};
 	struct virtio_pci_cap_loc caps[VIRTIO_PCI_CAP_DEVICE_CFG + 1] = {0};
+	bool skipped[VIRTIO_PCI_CAP_DEVICE_CFG + 1] = {0};
+	char why[VIRTIO_PCI_CAP_DEVICE_CFG + 1][96];
 	const struct pci_dev *d = vp->pci;
 	uint8_t pos;
 	int n, t;
@@ -114,17 +119,25 @@ static int virtio_pci_walk_caps(struct virtio_pci *vp, char *err, size_t errlen)
 		if (pci_cfg_read8(d, pos) == PCI_CAP_ID_VNDR && type >= VIRTIO_PCI_CAP_COMMON_CFG &&
 		    type <= VIRTIO_PCI_CAP_DEVICE_CFG && bar <= 5 && len >= need &&
 		    !caps[type].found) {
-			caps[type].found = true;
-			caps[type].bar = bar;
-			caps[type].offset = pci_cfg_read32(d, pos + VIRTIO_PCI_CAP_OFFSET);
-			caps[type].length = pci_cfg_read32(d, pos + VIRTIO_PCI_CAP_LENGTH);
-			if (type == VIRTIO_PCI_CAP_NOTIFY_CFG)
-				vp->notify_mult =
-				    pci_cfg_read32(d, pos + VIRTIO_PCI_NOTIFY_CAP_MULT);
+			struct virtio_pci_cap_loc c = {
+			    .found = true,
+			    .bar = bar,
+			    .offset = pci_cfg_read32(d, pos + VIRTIO_PCI_CAP_OFFSET),
+			    .length = pci_cfg_read32(d, pos + VIRTIO_PCI_CAP_LENGTH),
+			};
+
+			if (virtio_pci_map_cap(d, &c, what[type], why[type], sizeof(why[type]))) {
+				skipped[type] = true;
+			} else {
+				caps[type] = c;
+				if (type == VIRTIO_PCI_CAP_NOTIFY_CFG)
+					vp->notify_mult =
+					    pci_cfg_read32(d, pos + VIRTIO_PCI_NOTIFY_CAP_MULT);
+			}
 		}
 		pos = pci_cfg_read8(d, pos + 1) & 0xfc;
 	}
-	if (!caps[VIRTIO_PCI_CAP_COMMON_CFG].found) {
+	if (!caps[VIRTIO_PCI_CAP_COMMON_CFG].found && !skipped[VIRTIO_PCI_CAP_COMMON_CFG]) {
 		snprintf(
 		    err, errlen,
 		    "device %04x:%04x has no virtio 1.x capabilities: legacy-only (virtio 0.9.5) "
@@ -133,12 +146,14 @@ static int virtio_pci_walk_caps(struct virtio_pci *vp, char *err, size_t errlen)
 		return -1;
 	}
 	for (t = VIRTIO_PCI_CAP_COMMON_CFG; t <= VIRTIO_PCI_CAP_DEVICE_CFG; t++) {
-		if (!caps[t].found) {
+		if (caps[t].found)
+			continue;
+		if (skipped[t])
+			snprintf(err, errlen, "no usable virtio %s capability: %s", what[t],
+			         why[t]);
+		else
 			snprintf(err, errlen, "virtio %s capability missing (4.1.4)", what[t]);
-			return -1;
-		}
-		if (virtio_pci_map_cap(d, &caps[t], what[t], err, errlen))
-			return -1;
+		return -1;
 	}
 	if (caps[VIRTIO_PCI_CAP_COMMON_CFG].length < VIRTIO_PCI_COMMON_LEN) {
 		snprintf(err, errlen, "virtio common structure too short (%lu bytes)",
@@ -341,6 +356,18 @@ static uint8_t virtio_pci_find_cap(const struct pci_dev *d, uint8_t id)
 	return 0;
 }
 
+/* Undo a partial MSI-X set-up so the INTx fallback can fire: PCI 3.0
+ * 6.8.2.3, while MSI-X Enable is set the function may not use INTx, and
+ * with Function Mask set it sends nothing at all; so both bits go, and
+ * COMMAND's Interrupt Disable with them. */
+static void virtio_pci_msix_off(const struct pci_dev *d, uint8_t cap, uint16_t ctrl)
+{
+	pci_cfg_write16(d, cap + MSIX_CTRL,
+	                (uint16_t)(ctrl & ~(MSIX_CTRL_ENABLE | MSIX_CTRL_FMASK)));
+	pci_cfg_write16(d, PCI_COMMAND,
+	                (uint16_t)(pci_cfg_read16(d, PCI_COMMAND) & ~PCI_CMD_INTX_OFF));
+}
+
 /* MSI-X (PCI 3.0 6.8.2): entry 0 for configuration changes, entry 1 + q
  * for queue q (sharing the last entry if the table is short), each a
  * fixed, edge-triggered interrupt to this CPU. Then 4.1.4.3: the device
@@ -386,6 +413,7 @@ static int virtio_pci_msix_setup(struct virtio_pci *vp, char *err, size_t errlen
 
 		if (vec < 0) {
 			snprintf(err, errlen, "out of interrupt vectors");
+			virtio_pci_msix_off(d, cap, ctrl);
 			return -1;
 		}
 		mmio_write32(e + MSIX_ENTRY_ADDR_LO, (uint32_t)apic_msi_addr());
@@ -402,9 +430,7 @@ static int virtio_pci_msix_setup(struct virtio_pci *vp, char *err, size_t errlen
 	if (mmio_read16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_MSIX)) != 0) {
 		snprintf(err, errlen,
 		         "device refused MSI-X entry 0 for config changes (NO_VECTOR)");
-		pci_cfg_write16(d, cap + MSIX_CTRL, (uint16_t)(ctrl & ~MSIX_CTRL_ENABLE));
-		pci_cfg_write16(d, PCI_COMMAND,
-		                (uint16_t)(pci_cfg_read16(d, PCI_COMMAND) & ~PCI_CMD_INTX_OFF));
+		virtio_pci_msix_off(d, cap, ctrl);
 		return -1;
 	}
 	for (unsigned q = 0; q < VIRTIO_PCI_MAX_QUEUES; q++)

@@ -115,11 +115,16 @@ int irq_init(char *err, size_t errlen)
 }
 
 static int shim_next_vec = 0x30;
+int shim_irq_alloc_left = -1;
 
 int irq_alloc(irq_fn fn, void *arg)
 {
 	(void)fn;
 	(void)arg;
+	if (shim_irq_alloc_left == 0)
+		return -1;
+	if (shim_irq_alloc_left > 0)
+		shim_irq_alloc_left--;
 	return shim_next_vec++;
 }
 

@@ -27,6 +27,8 @@ struct shim_gsi {
 	unsigned calls;
 };
 extern struct shim_gsi shim_gsi_last;
+/* irq_alloc() succeeds this many more times, then fails (-1: never fails). */
+extern int shim_irq_alloc_left;
 void *shim_alloc(size_t size, size_t align);
 void shim_reset(void);
 

@@ -9,42 +9,51 @@
 #include "drivers/virtio/virtio_pci.h"
 #include "kernel/kernel.h"
 #include "tests/unit/check.h"
+#include "tests/unit/host_shim.h"
 
 int check_failed, check_total;
 struct mmio_access mmio_log[256];
 unsigned mmio_nlog;
 
-/* The rest of the kernel virtio_pci.c links against; not used here. */
+/* The kernel's PCI surface (kernel/pci.c) as one modelled function:
+ * configuration space in cfgsp[], BARs in bars[] (their addresses point at
+ * host memory, so the structures they hold are plain arrays). pci_count()
+ * is 0 unless a test adds the function. */
+static uint8_t cfgsp[256];
+static struct {
+	uint64_t base, size;
+	bool io;
+} bars[6];
+static struct pci_dev fdev = {.bus = 0, .dev = 3, .fn = 0, .vendor = 0x1af4, .device = 0x1041};
+static int npci;
+
 int pci_count(void)
 {
-	return 0;
+	return npci;
 }
 const struct pci_dev *pci_get(int i)
 {
-	(void)i;
-	return NULL;
+	return i == 0 && npci ? &fdev : NULL;
 }
 uint8_t pci_cfg_read8(const struct pci_dev *d, uint16_t off)
 {
-	(void)d, (void)off;
-	return 0;
+	(void)d;
+	return cfgsp[off & 0xff];
 }
 uint16_t pci_cfg_read16(const struct pci_dev *d, uint16_t off)
 {
-	(void)d, (void)off;
-	return 0;
+	return (uint16_t)(pci_cfg_read8(d, off) | pci_cfg_read8(d, (uint16_t)(off + 1)) << 8);
 }
 uint32_t pci_cfg_read32(const struct pci_dev *d, uint16_t off)
 {
-	(void)d, (void)off;
-	return 0;
+	return pci_cfg_read16(d, off) | (uint32_t)pci_cfg_read16(d, (uint16_t)(off + 2)) << 16;
 }
 uint64_t pci_bar(const struct pci_dev *d, int bar, uint64_t *size, bool *is_io)
 {
-	(void)d, (void)bar;
-	*size = 0;
-	*is_io = false;
-	return 0;
+	(void)d;
+	*size = bars[bar].size;
+	*is_io = bars[bar].io;
+	return bars[bar].base;
 }
 void pci_enable_mmio_busmaster(const struct pci_dev *d)
 {
@@ -52,7 +61,9 @@ void pci_enable_mmio_busmaster(const struct pci_dev *d)
 }
 void pci_cfg_write16(const struct pci_dev *d, uint16_t off, uint16_t v)
 {
-	(void)d, (void)off, (void)v;
+	(void)d;
+	cfgsp[off & 0xff] = (uint8_t)v;
+	cfgsp[(off + 1) & 0xff] = (uint8_t)(v >> 8);
 }
 void paging_map_mmio(uint64_t phys, uint64_t len)
 {
@@ -137,11 +148,160 @@ static void test_generation(void)
 	      "generation read before and after the field (2.5.1)");
 }
 
+/* Capabilities for the modelled function: a list from 0x40 on. */
+static uint8_t cap_pos;
+
+static void caps_reset(void)
+{
+	memset(cfgsp, 0, sizeof(cfgsp));
+	memset(bars, 0, sizeof(bars));
+	cfgsp[0x06] = 0x10; /* STATUS: capability list */
+	cfgsp[0x34] = 0;
+	cap_pos = 0;
+	npci = 1;
+}
+
+static void cap_link(uint8_t pos, uint8_t len)
+{
+	if (cap_pos)
+		cfgsp[cap_pos + 1] = pos;
+	else
+		cfgsp[0x34] = pos;
+	cap_pos = pos;
+	cfgsp[pos + 1] = 0;
+	(void)len;
+}
+
+static void cap_add(uint8_t pos, uint8_t type, uint8_t bar, uint32_t off, uint32_t len)
+{
+	uint8_t caplen = type == VIRTIO_PCI_CAP_NOTIFY_CFG ? 20 : 16;
+
+	cap_link(pos, caplen);
+	cfgsp[pos] = 0x09; /* vendor-specific */
+	cfgsp[pos + VIRTIO_PCI_CAP_LEN] = caplen;
+	cfgsp[pos + VIRTIO_PCI_CAP_CFG_TYPE] = type;
+	cfgsp[pos + VIRTIO_PCI_CAP_BAR] = bar;
+	memcpy(&cfgsp[pos + VIRTIO_PCI_CAP_OFFSET], &off, 4);
+	memcpy(&cfgsp[pos + VIRTIO_PCI_CAP_LENGTH], &len, 4);
+	if (type == VIRTIO_PCI_CAP_NOTIFY_CFG) {
+		uint32_t mult = 4;
+		memcpy(&cfgsp[pos + 16], &mult, 4);
+	}
+}
+
+static uint8_t bar4[0x4000] __attribute__((aligned(4096)));
+
+/* 4.1.4.1: the first capability of each type the driver can use. QEMU
+ * lays out common 0x0, ISR 0x1000, device 0x2000, notify 0x3000 in BAR4;
+ * in front of each the test puts one the driver cannot use: in an I/O
+ * BAR, in an unassigned BAR, overrunning its BAR. */
+static void test_cap_first_usable(void)
+{
+	struct virtio_pci vp;
+	char err[160] = "";
+
+	caps_reset();
+	bars[0] = (typeof(bars[0])){.base = 0xc000, .size = 0x40, .io = true};
+	bars[2] = (typeof(bars[0])){.base = 0, .size = 0x4000, .io = false}; /* unassigned */
+	bars[4] = (typeof(bars[0])){.base = (uintptr_t)bar4, .size = sizeof(bar4), .io = false};
+	cap_add(0x40, VIRTIO_PCI_CAP_COMMON_CFG, 0, 0, 0x38);        /* I/O BAR */
+	cap_add(0x50, VIRTIO_PCI_CAP_COMMON_CFG, 4, 0, 0x1000);      /* usable */
+	cap_add(0x60, VIRTIO_PCI_CAP_ISR_CFG, 2, 0x1000, 0x1000);    /* unassigned */
+	cap_add(0x70, VIRTIO_PCI_CAP_ISR_CFG, 4, 0x1000, 0x1000);    /* usable */
+	cap_add(0x80, VIRTIO_PCI_CAP_DEVICE_CFG, 4, 0x3f00, 0x1000); /* overruns BAR4 */
+	cap_add(0x90, VIRTIO_PCI_CAP_DEVICE_CFG, 4, 0x2000, 0x1000); /* usable */
+	cap_add(0xa0, VIRTIO_PCI_CAP_NOTIFY_CFG, 0, 0, 0x10);        /* I/O BAR */
+	cap_add(0xb4, VIRTIO_PCI_CAP_NOTIFY_CFG, 4, 0x3000, 0x1000); /* usable */
+	cap_add(0xc8, VIRTIO_PCI_CAP_COMMON_CFG, 4, 0x100, 0x38);    /* usable, but later */
+	int r = virtio_pci_probe(&vp, 1, err, sizeof(err));
+	CHECK_EQ(0, r, "probe with a usable capability of each type after an unusable one");
+	if (r)
+		printf("    probe said: %s\n", err);
+	CHECK_EQ((uintptr_t)bar4, vp.common,
+	         "common: the first usable one (BAR4+0), not the I/O BAR's or a later one");
+	CHECK_EQ((uintptr_t)bar4 + 0x1000, vp.isr, "ISR: BAR4+0x1000, not the unassigned BAR's");
+	CHECK_EQ((uintptr_t)bar4 + 0x2000, vp.device_cfg,
+	         "device: BAR4+0x2000, not the overrunning one");
+	CHECK_EQ((uintptr_t)bar4 + 0x3000, vp.notify_base, "notify: BAR4+0x3000");
+	CHECK_EQ(4, vp.notify_mult, "notify multiplier of the capability taken");
+
+	/* Only unusable ones: refused, with the reason. */
+	caps_reset();
+	bars[0] = (typeof(bars[0])){.base = 0xc000, .size = 0x40, .io = true};
+	bars[4] = (typeof(bars[0])){.base = (uintptr_t)bar4, .size = sizeof(bar4), .io = false};
+	cap_add(0x40, VIRTIO_PCI_CAP_COMMON_CFG, 0, 0, 0x38);
+	cap_add(0x50, VIRTIO_PCI_CAP_ISR_CFG, 4, 0x1000, 0x1000);
+	cap_add(0x60, VIRTIO_PCI_CAP_DEVICE_CFG, 4, 0x2000, 0x1000);
+	cap_add(0x70, VIRTIO_PCI_CAP_NOTIFY_CFG, 4, 0x3000, 0x1000);
+	err[0] = 0;
+	CHECK_EQ(-1, virtio_pci_probe(&vp, 1, err, sizeof(err)),
+	         "only an I/O-BAR common capability: refused");
+	CHECK(strstr(err, "I/O BAR") != NULL, "the refusal names the I/O BAR");
+	npci = 0;
+}
+
+/* MSI-X capability at 0xe0: table in BAR1, 3 entries. */
+static uint8_t bar1[0x1000] __attribute__((aligned(4096)));
+
+static void msix_device(void)
+{
+	caps_reset();
+	bars[1] = (typeof(bars[0])){.base = (uintptr_t)bar1, .size = sizeof(bar1), .io = false};
+	cap_link(0xe0, 12);
+	cfgsp[0xe0] = 0x11;
+	cfgsp[0xe0 + 2] = 2; /* table size - 1 */
+	cfgsp[0xe0 + 4] = 1; /* BIR 1, offset 0 */
+	cfgsp[0x3c] = 11;    /* interrupt line */
+	cfgsp[0x3d] = 1;     /* pin INTA */
+	memset(common, 0, sizeof(common));
+}
+
+/* irq_alloc() failing part way through the MSI-X set-up must leave MSI-X
+ * disabled and the function unmasked (PCI 3.0 6.8.2.3: with MSI-X Enable
+ * set the function may not use INTx), and COMMAND's Interrupt Disable
+ * clear, or the INTx fallback never fires. */
+static void test_msix_partial_failure_falls_back_to_intx(void)
+{
+	struct virtio_pci vp = fake();
+	char err[160] = "";
+
+	for (int left = 0; left < 3; left++) {
+		char what[96];
+
+		msix_device();
+		vp = fake();
+		vp.pci = &fdev;
+		shim_irq_alloc_left = left;
+		int r = virtio_pci_irq_setup(&vp, err, sizeof(err));
+		shim_irq_alloc_left = -1;
+		snprintf(what, sizeof(what), "irq_alloc fails after %d: INTx fallback taken", left);
+		CHECK(r == 0 && vp.irq_mode == VIRTIO_PCI_IRQ_INTX, what);
+		uint16_t ctrl = pci_cfg_read16(&fdev, 0xe0 + 2);
+		snprintf(what, sizeof(what),
+		         "irq_alloc fails after %d: MSI-X Enable and Function Mask clear", left);
+		CHECK_EQ(0, ctrl & 0xc000, what);
+		snprintf(what, sizeof(what),
+		         "irq_alloc fails after %d: COMMAND Interrupt Disable clear", left);
+		CHECK_EQ(0, pci_cfg_read16(&fdev, 0x04) & (1u << 10), what);
+	}
+	/* With vectors to spare, MSI-X stays on and unmasked. */
+	msix_device();
+	vp = fake();
+	vp.pci = &fdev;
+	CHECK_EQ(0, virtio_pci_irq_setup(&vp, err, sizeof(err)), "MSI-X set-up");
+	CHECK_EQ(VIRTIO_PCI_IRQ_MSIX, vp.irq_mode, "MSI-X mode");
+	CHECK_EQ(0x8000, pci_cfg_read16(&fdev, 0xe0 + 2) & 0xc000,
+	         "MSI-X enabled, function unmasked");
+	npci = 0;
+}
+
 int main(void)
 {
 	printf("test_virtio_pci\n");
 	RUN(test_field_widths);
 	RUN(test_generation);
+	RUN(test_cap_first_usable);
+	RUN(test_msix_partial_failure_falls_back_to_intx);
 	printf("test_virtio_pci: %d checks, %d failed\n", check_total, check_failed);
 	return check_failed ? 1 : 0;
 }

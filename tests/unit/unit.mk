@@ -64,7 +64,7 @@ UNIT_OFFLOAD_VARIANTS := base-every-ei1-eager-inline-zc1 \
 	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd-packed
 UNIT_OFFLOAD_SRCS := tests/unit/test_offload.c tests/unit/sim_pci.c drivers/virtio/vnet.c \
 	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c
-UNIT_BINS := $(UNIT_DIR)/test_virtq $(UNIT_DIR)/test_virtq_packed $(UNIT_DIR)/test_virtio_pci \
+UNIT_BINS := $(UNIT_DIR)/test_virtq $(UNIT_DIR)/test_virtq_packed $(UNIT_DIR)/test_virtio_pci $(UNIT_DIR)/test_pci \
 	$(UNIT_DIR)/test_virtio_mmio $(UNIT_DIR)/test_virtio_mmio_packed \
 	$(foreach v,$(UNIT_VARIANTS),$(UNIT_DIR)/$(v)/test_vnet) \
 	$(foreach v,$(UNIT_OFFLOAD_VARIANTS),$(UNIT_DIR)/$(v)/test_offload)
@@ -90,6 +90,13 @@ $(UNIT_DIR)/test_virtio_pci: tests/unit/test_virtio_pci.c drivers/virtio/virtio_
 		-o $(UNIT_DIR)/obj/virtio_pci_traced.o
 	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h tests/unit/test_virtio_pci.c \
 		$(UNIT_DIR)/obj/virtio_pci_traced.o $(UNIT_SPLIT_OBJS) -o $@
+
+# kernel/pci.c's configuration accesses against a modelled function
+# (cfg_model.h replaces kernel/arch.h: ports and ECAM decoded, STATUS W1C).
+$(UNIT_DIR)/test_pci: tests/unit/test_pci.c kernel/pci.c tests/unit/cfg_model.h $(UNIT_DEPS)
+	@mkdir -p $(@D)
+	@echo "  HOSTCC  $@"
+	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/cfg_model.h tests/unit/test_pci.c kernel/pci.c -o $@
 
 # The MMIO transport against a register window in host memory, traced the
 # same way; once per ring file (the three area registers take the split

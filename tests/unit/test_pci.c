@@ -1,0 +1,179 @@
+/*
+ * test_pci.c: kernel/pci.c's configuration accesses against a model of one
+ * function's configuration space (tests/unit/cfg_model.h replaces
+ * kernel/arch.h), through the 0xCF8/0xCFC ports and through ECAM. A 16-bit
+ * write must change its own two bytes only: writing COMMAND may not write
+ * STATUS back, whose error bits are write-1-to-clear (PCI 3.0 6.2.3; issue
+ * 23 finding 4).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "kernel/kernel.h"
+#include "tests/unit/check.h"
+
+int check_failed, check_total;
+
+#define ECAM_BASE   0xe0000000u
+#define STATUS_W1C  0xf900u /* PCI 3.0 6.2.3: bits 8 and 11-15 */
+#define CFG_ADDR    0xcf8
+#define CFG_DATA    0xcfc
+#define PCI_COMMAND 0x04
+#define PCI_STATUS  0x06
+static uint8_t space[256]; /* function 00:00.0; every other one is absent */
+static uint32_t cf8;
+static unsigned dword_writes_cmd; /* 32-bit writes to the COMMAND/STATUS dword */
+static uint64_t ecam_on;
+
+static void space_write(unsigned off, unsigned width, uint32_t v)
+{
+	if (width == 4 && off == PCI_COMMAND)
+		dword_writes_cmd++;
+	for (unsigned i = 0; i < width; i++) {
+		unsigned o = off + i;
+		uint8_t b = (uint8_t)(v >> (8 * i));
+
+		if (o == PCI_STATUS || o == PCI_STATUS + 1) {
+			uint8_t w1c = (uint8_t)(STATUS_W1C >> (8 * (o - PCI_STATUS)));
+			space[o] &= (uint8_t) ~(b & w1c); /* the rest of STATUS is read-only */
+		} else if (o >= 4) {
+			space[o] = b; /* ids read-only */
+		}
+	}
+}
+
+static uint32_t space_read(unsigned off, unsigned width)
+{
+	uint32_t v = 0;
+
+	for (unsigned i = 0; i < width; i++)
+		v |= (uint32_t)space[off + i] << (8 * i);
+	return v;
+}
+
+/* CONFIG_ADDRESS bits 23:16 bus, 15:11 device, 10:8 function, 7:2 dword;
+ * the CONFIG_DATA port's low two bits are the byte lane (PCI 3.0 3.2.2.3.2). */
+uint32_t model_port_read(uint16_t port, unsigned width)
+{
+	if (port == CFG_ADDR && width == 4)
+		return cf8;
+	if (port >= CFG_DATA && port + width <= CFG_DATA + 4 && (cf8 & 0x80000000u)) {
+		if (cf8 & 0x00ffff00u)
+			return width == 4 ? 0xffffffffu : (1u << (8 * width)) - 1;
+		return space_read((cf8 & 0xfc) + (port & 3u), width);
+	}
+	return 0xffffffffu;
+}
+
+void model_port_write(uint16_t port, unsigned width, uint32_t v)
+{
+	if (port == CFG_ADDR && width == 4) {
+		cf8 = v;
+		return;
+	}
+	if (port >= CFG_DATA && port + width <= CFG_DATA + 4 && (cf8 & 0x80000000u) &&
+	    !(cf8 & 0x00ffff00u))
+		space_write((cf8 & 0xfc) + (port & 3u), width, v);
+}
+
+uint32_t model_mmio_read(uintptr_t a, unsigned width)
+{
+	uintptr_t off = a - ECAM_BASE;
+
+	if (off >= 4096) /* only 00:00.0 exists */
+		return width == 4 ? 0xffffffffu : (1u << (8 * width)) - 1;
+	return space_read((unsigned)off, width);
+}
+
+void model_mmio_write(uintptr_t a, unsigned width, uint32_t v)
+{
+	uintptr_t off = a - ECAM_BASE;
+
+	if (off < 256)
+		space_write((unsigned)off, width, v);
+}
+
+uint64_t acpi_ecam_base(uint8_t *bus_start, uint8_t *bus_end)
+{
+	*bus_start = 0;
+	*bus_end = 0;
+	return ecam_on;
+}
+
+void paging_map_mmio(uint64_t phys, uint64_t len)
+{
+	(void)phys, (void)len;
+}
+
+static void reset_space(void)
+{
+	memset(space, 0, sizeof(space));
+	space[0] = 0xf4, space[1] = 0x1a; /* 1af4:1041 */
+	space[2] = 0x41, space[3] = 0x10;
+	space[PCI_COMMAND] = 0x03;
+	/* STATUS: capability list, and three latched errors (received master
+	 * abort, signaled system error, detected parity error). */
+	space[PCI_STATUS] = 0x10;
+	space[PCI_STATUS + 1] = 0x20 | 0x40 | 0x80;
+	dword_writes_cmd = 0;
+}
+
+static void check_writes(const char *how)
+{
+	const struct pci_dev *d = pci_get(0);
+	char what[96];
+
+	reset_space();
+	pci_cfg_write16(d, PCI_COMMAND, 0x0407);
+	snprintf(what, sizeof(what), "%s: COMMAND written", how);
+	CHECK_EQ(0x0407, pci_cfg_read16(d, PCI_COMMAND), what);
+	snprintf(what, sizeof(what), "%s: STATUS error bits survive a COMMAND write", how);
+	CHECK_EQ(0xe010, pci_cfg_read16(d, PCI_STATUS), what);
+	snprintf(what, sizeof(what), "%s: no dword write for a 16-bit register", how);
+	CHECK_EQ(0, dword_writes_cmd, what);
+
+	/* The upper half of a dword, through the 0xCFE lane. */
+	space[0x0c] = 0x11, space[0x0d] = 0x22, space[0x0e] = 0x33, space[0x0f] = 0x44;
+	pci_cfg_write16(d, 0x0e, 0xbeef);
+	snprintf(what, sizeof(what), "%s: 16-bit write at offset 2 of a dword", how);
+	CHECK_EQ(0xbeef2211u, pci_cfg_read32(d, 0x0c), what);
+
+	/* Clearing an error on purpose still works: a 1 written to STATUS. */
+	pci_cfg_write16(d, PCI_STATUS, 0x2000);
+	snprintf(what, sizeof(what), "%s: W1C clears only the bit written", how);
+	CHECK_EQ(0xc010, pci_cfg_read16(d, PCI_STATUS), what);
+
+	/* pci_enable_mmio_busmaster() and pci_bar() write COMMAND too. */
+	reset_space();
+	pci_enable_mmio_busmaster(d);
+	(void)pci_bar(d, 0, NULL, NULL);
+	snprintf(what, sizeof(what), "%s: STATUS intact after busmaster enable and BAR sizing",
+	         how);
+	CHECK_EQ(0xe010, pci_cfg_read16(d, PCI_STATUS), what);
+}
+
+static void test_ports(void)
+{
+	ecam_on = 0;
+	reset_space();
+	pci_init();
+	CHECK_EQ(1, pci_count(), "one function found through the ports");
+	CHECK(!strcmp(pci_access_method(), "ports"), "ports");
+	check_writes("ports");
+}
+
+static void test_ecam(void)
+{
+	ecam_on = ECAM_BASE;
+	pci_init(); /* bus 0 already scanned: only switches to ECAM */
+	CHECK(!strcmp(pci_access_method(), "ecam"), "ecam");
+	check_writes("ecam");
+}
+
+int main(void)
+{
+	printf("test_pci\n");
+	RUN(test_ports);
+	RUN(test_ecam);
+	printf("test_pci: %d checks, %d failed\n", check_total, check_failed);
+	return check_failed ? 1 : 0;
+}
