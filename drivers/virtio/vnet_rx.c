@@ -4,6 +4,7 @@
  * vnet_rx_release(); freed buffers are re-posted in batches.
  */
 #include <stdio.h>
+#include <string.h>
 #include "kernel/kernel.h"
 #include "drivers/virtio/vnet_priv.h"
 
@@ -152,6 +153,25 @@ static uint32_t vnet_rx_flags(const struct vnet *vn, const struct virtio_net_hdr
 	return f;
 }
 
+/* The header lives in memory the device can still write after it
+ * published the used entry (a hostile or buggy device, and the untrusted
+ * host of a confidential guest). So it is fetched exactly once, into
+ * driver memory, and every check and every use reads that copy: a device
+ * that rewrites it between the check and the use changes nothing (Linux
+ * virtio hardening: read once, validate the copy). Volatile 16-bit loads
+ * (the header is 2-byte aligned, 12 bytes) so the compiler can neither
+ * repeat nor defer a load past the copy. */
+static void vnet_rx_hdr_once(struct virtio_net_hdr *h, const uint8_t *dev)
+{
+	const volatile uint16_t *s = (const volatile uint16_t *)(const void *)dev;
+	uint16_t w[sizeof(*h) / 2];
+
+	_Static_assert(sizeof(*h) == 12, "virtio_net_hdr with num_buffers is 12 bytes");
+	for (unsigned i = 0; i < sizeof(*h) / 2; i++)
+		w[i] = s[i];
+	memcpy(h, w, sizeof(*h));
+}
+
 int vnet_rx(struct vnet *vn, struct vnet_rx *out)
 {
 	uint16_t budget;
@@ -162,7 +182,8 @@ int vnet_rx(struct vnet *vn, struct vnet_rx *out)
 		return 0; /* this pass's budget is spent (VNET_RX_BUDGET) */
 	/* Each pass consumes at least one used entry: bounded by the ring. */
 	for (budget = vn->rxq.size; budget; budget--) {
-		const struct virtio_net_hdr *h;
+		struct virtio_net_hdr hdr;
+		const struct virtio_net_hdr *h = &hdr; /* the copy, never device memory */
 		uint32_t len, total;
 		uint16_t i, nbufs = 1;
 		int rc = vnet_rx_take(vn, &i, &len);
@@ -171,7 +192,7 @@ int vnet_rx(struct vnet *vn, struct vnet_rx *out)
 			return rc;
 		uint8_t *b = vnet_rx_buf(vn, i);
 
-		h = (const struct virtio_net_hdr *)(b + VNET_RX_HDR_OFF);
+		vnet_rx_hdr_once(&hdr, b + VNET_RX_HDR_OFF);
 		out->nbufs = 1;
 		out->buf[0] = (struct vnet_rx_buf){
 		    b + VNET_RX_FRAME_OFF, len > VNET_HDR_LEN ? len - VNET_HDR_LEN : 0, b, b};

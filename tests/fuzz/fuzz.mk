@@ -2,7 +2,7 @@
 # host with clang (-fsanitize=fuzzer,address,undefined; Debian clang +
 # libclang-rt-14-dev); included by the top Makefile.
 #
-#   make fuzz-build   build $(O)/fuzz/fuzz_vnet_rx and $(O)/fuzz/fuzz_netif
+#   make fuzz-build   build $(O)/fuzz/fuzz_vnet_rx, fuzz_vnet_dev and fuzz_netif
 #   make fuzz         run each target FUZZ_SECONDS (600) from its seed corpus
 #                     (tests/fuzz/corpus/<target>/) plus the regression inputs
 #                     (tests/fuzz/regress/<target>/), print executions,
@@ -29,6 +29,17 @@ $(FUZZ_DIR)/fuzz_vnet_rx: tests/fuzz/fuzz_vnet_rx.c $(FUZZ_DRIVER_SRCS) $(FUZZ_D
 	@echo "  FUZZCC  $@"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz_vnet_rx.c $(FUZZ_DRIVER_SRCS) -o $@
 
+# The receive path against a device that rewrites its memory between the
+# driver's reads (page protection + single-step). FUZZ_VNET_RX_SRC lets
+# tests/cases/test_fuzz.py build it with a mutant vnet_rx.c.
+FUZZ_VNET_RX_SRC ?= drivers/virtio/vnet_rx.c
+FUZZ_VNET_DEV_OUT ?= $(FUZZ_DIR)/fuzz_vnet_dev
+$(FUZZ_VNET_DEV_OUT): tests/fuzz/fuzz_vnet_dev.c $(FUZZ_DRIVER_SRCS) $(FUZZ_VNET_RX_SRC) $(FUZZ_DEPS)
+	@mkdir -p $(@D)
+	@echo "  FUZZCC  $@"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz_vnet_dev.c \
+		$(filter-out drivers/virtio/vnet_rx.c,$(FUZZ_DRIVER_SRCS)) $(FUZZ_VNET_RX_SRC) -o $@
+
 # The netif + lwIP input path: lwIP's core from deps/ with our lwipopts.h
 # (compiled with clang's warnings off: upstream code, not ours), and
 # net/netif.c, net/offload.c on the driver and the simulated device.
@@ -50,7 +61,7 @@ $(FUZZ_NETIF_OUT): tests/fuzz/fuzz_netif.c $(FUZZ_NETIF_SRC) net/offload.c net/o
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_LWIP_INC) -Wno-deprecated-declarations tests/fuzz/fuzz_netif.c \
 		$(FUZZ_NETIF_SRC) net/offload.c net/ooseq.c $(FUZZ_DRIVER_SRCS) $(FUZZ_LWIP_OBJS) -o $@
 
-FUZZ_BINS := $(FUZZ_DIR)/fuzz_vnet_rx $(FUZZ_DIR)/fuzz_netif
+FUZZ_BINS := $(FUZZ_DIR)/fuzz_vnet_rx $(FUZZ_DIR)/fuzz_vnet_dev $(FUZZ_DIR)/fuzz_netif
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_BINS)
