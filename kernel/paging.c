@@ -1,6 +1,6 @@
 /*
  * paging.c: the kernel's own identity-mapped page tables, replacing the
- * boot front-end's (PVH boot tables or UEFI's). 2 MiB pages throughout.
+ * boot front-end's (PVH boot tables or UEFI's). 2 MiB pages but for the first 2 MiB.
  *
  *  - 0..4 GiB: RAM and firmware memory write-back; everything else (the PCI
  *    hole, LAPIC/IOAPIC, firmware-reserved ranges that may hold ACPI tables)
@@ -9,16 +9,24 @@
  *    (paging_map_mmio), since firmware may place 64-bit BARs up there.
  *
  * PAT stays at its reset value, so PCD|PWT selects entry 3 = UC.
+ *
+ * Except the first 2 MiB, which gets 4 KiB pages (map_low_4k): on real
+ * hardware the fixed-range MTRRs give it several memory types (low RAM
+ * WB, VGA memory 0xA0000-0xBFFFF UC, option ROMs and BIOS 0xC0000-0xFFFFF
+ * WP/WT/UC), and a large page spanning ranges of different MTRR types is
+ * undefined (Intel SDM vol. 3A 11.11.9, "Large Page Size Considerations").
  */
 #include "kernel/arch.h"
 #include "kernel/kernel.h"
 
 #define PTE_P    (1ull << 0)
 #define PTE_W    (1ull << 1)
+#define PTE_U    (1ull << 2) /* U/S: kvm_pvm runs the kernel at CPL 3 (environment.md) */
 #define PTE_PWT  (1ull << 3)
 #define PTE_PCD  (1ull << 4)
 #define PTE_PS   (1ull << 7)
 #define PTE_ADDR 0x000ffffffffff000ull
+#define PAGE_4K  4096ull
 #define PAGE_2M  (2ull << 20)
 #define FOUR_GIB (4ull << 30)
 
@@ -52,11 +60,33 @@ static bool is_memory(const struct boot_info *bi, uint64_t lo, uint64_t hi)
 	return false;
 }
 
+/* The first 2 MiB in 4 KiB pages: RAM and firmware memory write-back, the
+ * rest (VGA hole, ROM shadows the map reserves) uncached, each page's PAT
+ * type then combining with one MTRR type only (SDM 11.11.9). New entries
+ * carry U/S like every other level. */
+static uint64_t *low_pt;
+
+static void map_low_4k(const struct boot_info *bi)
+{
+	uint64_t *pdpt = next_table(pml4, 0);
+	uint64_t *pd = next_table(pdpt, 0);
+
+	low_pt = pmm_alloc(4096, 4096);
+	for (unsigned i = 0; i < 512; i++) {
+		uint64_t a = i * PAGE_4K;
+		bool uc = !is_memory(bi, a, a + PAGE_4K);
+
+		low_pt[i] = a | PTE_P | PTE_W | PTE_U | (uc ? PTE_PCD | PTE_PWT : 0);
+	}
+	pd[0] = (uintptr_t)low_pt | PTE_P | PTE_W | PTE_U;
+}
+
 void paging_init(const struct boot_info *bi)
 {
 	pml4 = pmm_alloc(4096, 4096);
-	for (uint64_t a = 0; a < FOUR_GIB; a += PAGE_2M)
-		map_2m(a, a != 0 && !is_memory(bi, a, a + PAGE_2M));
+	for (uint64_t a = PAGE_2M; a < FOUR_GIB; a += PAGE_2M)
+		map_2m(a, !is_memory(bi, a, a + PAGE_2M));
+	map_low_4k(bi);
 	for (uint32_t i = 0; i < bi->nmmap; i++) {
 		const struct boot_mem_region *r = &bi->mmap[i];
 		if (r->type == BOOT_MEM_RESERVED || r->base + r->len <= FOUR_GIB)
@@ -71,7 +101,14 @@ void paging_init(const struct boot_info *bi)
 void paging_map_mmio(uint64_t phys, uint64_t len)
 {
 	uint64_t a = phys & ~(PAGE_2M - 1);
-	for (; a < phys + len; a += PAGE_2M)
+	for (; a < phys + len; a += PAGE_2M) {
+		if (a == 0) { /* keep the 4 KiB pages: mark only the range's */
+			for (uint64_t p = phys & ~(PAGE_4K - 1); p < phys + len && p < PAGE_2M;
+			     p += PAGE_4K)
+				low_pt[p / PAGE_4K] |= PTE_PCD | PTE_PWT;
+			continue;
+		}
 		map_2m(a, true);
+	}
 	write_cr3((uintptr_t)pml4); /* flush: an entry may have changed type */
 }

@@ -27,7 +27,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 30
 
 # (name, file, find, replace, binaries): a binary is "virtq", "virtq_packed", "virtio_pci",
-# "virtio_mmio", "virtio_mmio_packed", "pci", a unit
+# "virtio_mmio", "virtio_mmio_packed", "pci", "paging", a unit
 # variant name from tests/unit/unit.mk (UNIT_VARIANTS: its test_vnet), or
 # "offload:" + a name from UNIT_OFFLOAD_VARIANTS (its test_offload).
 LRO = "offload:base-every-ei1-eager-inline-zc1"
@@ -368,13 +368,19 @@ MUTANTS = [
      "drivers/virtio/virtio_pci.c",
      "\t\t\tvirtio_pci_msix_off(d, cap, ctrl);\n\t\t\treturn -1;", "\t\t\treturn -1;",
      ["virtio_pci"]),
+    # Issue 23 finding 5: no large page over the first 2 MiB (SDM 11.11.9).
+    ("paging: the first 2 MiB one write-back large page again", "kernel/paging.c",
+     "\tmap_low_4k(bi);", "\tmap_low_4k(bi);\n\tmap_2m(0, false);", ["paging"]),
+    ("paging: the VGA hole and BIOS area mapped write-back", "kernel/paging.c",
+     "bool uc = !is_memory(bi, a, a + PAGE_4K);", "bool uc = false && !is_memory(bi, a, a + PAGE_4K);",
+     ["paging"]),
 ]
 
 
 def binary_path(build, b):
     if b.startswith("offload:"):
         return os.path.join(build, "unit", b[8:], "test_offload")
-    if b in ("virtq", "virtq_packed", "virtio_pci", "virtio_mmio", "virtio_mmio_packed", "pci"):
+    if b in ("virtq", "virtq_packed", "virtio_pci", "virtio_mmio", "virtio_mmio_packed", "pci", "paging"):
         return os.path.join(build, "unit", "test_" + b)
     return os.path.join(build, "unit", b, "test_vnet")
 

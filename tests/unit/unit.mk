@@ -64,7 +64,7 @@ UNIT_OFFLOAD_VARIANTS := base-every-ei1-eager-inline-zc1 \
 	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd-packed
 UNIT_OFFLOAD_SRCS := tests/unit/test_offload.c tests/unit/sim_pci.c drivers/virtio/vnet.c \
 	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c
-UNIT_BINS := $(UNIT_DIR)/test_virtq $(UNIT_DIR)/test_virtq_packed $(UNIT_DIR)/test_virtio_pci $(UNIT_DIR)/test_pci \
+UNIT_BINS := $(UNIT_DIR)/test_virtq $(UNIT_DIR)/test_virtq_packed $(UNIT_DIR)/test_virtio_pci $(UNIT_DIR)/test_pci $(UNIT_DIR)/test_paging \
 	$(UNIT_DIR)/test_virtio_mmio $(UNIT_DIR)/test_virtio_mmio_packed \
 	$(foreach v,$(UNIT_VARIANTS),$(UNIT_DIR)/$(v)/test_vnet) \
 	$(foreach v,$(UNIT_OFFLOAD_VARIANTS),$(UNIT_DIR)/$(v)/test_offload)
@@ -97,6 +97,14 @@ $(UNIT_DIR)/test_pci: tests/unit/test_pci.c kernel/pci.c tests/unit/cfg_model.h 
 	@mkdir -p $(@D)
 	@echo "  HOSTCC  $@"
 	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/cfg_model.h tests/unit/test_pci.c kernel/pci.c -o $@
+
+# kernel/paging.c's tables walked on the host (cr3_shim.h replaces arch.h).
+$(UNIT_DIR)/test_paging: tests/unit/test_paging.c kernel/paging.c tests/unit/cr3_shim.h \
+		$(UNIT_SPLIT_OBJS) $(UNIT_DEPS)
+	@mkdir -p $(@D)
+	@echo "  HOSTCC  $@"
+	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/cr3_shim.h tests/unit/test_paging.c kernel/paging.c \
+		$(UNIT_SPLIT_OBJS) -o $@
 
 # The MMIO transport against a register window in host memory, traced the
 # same way; once per ring file (the three area registers take the split
