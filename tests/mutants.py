@@ -374,6 +374,11 @@ MUTANTS = [
     ("paging: the VGA hole and BIOS area mapped write-back", "kernel/paging.c",
      "bool uc = !is_memory(bi, a, a + PAGE_4K);", "bool uc = false && !is_memory(bi, a, a + PAGE_4K);",
      ["paging"]),
+    # Issue 23 finding 6: a completed frame's wait for reclaim is bounded
+    # while TX stays busy (lazy under a steady stream).
+    ("TX liveness: no stale reclaim while TX is busy (lazy keeps a completed frame)",
+     "drivers/virtio/vnet_tx.c", "\tvnet_tx_stale_reclaim(vn, now);\n", "\t(void)vnet_tx_stale_reclaim;\n",
+     ["lazy-every-ei1-eager-inline-zc1", "lazy-burst-ei1-eager-inline-zc1-packed"]),
 ]
 
 

@@ -70,9 +70,16 @@
  * Liveness, every policy: when the TX path has been idle for
  * VNET_TX_IDLE_RECLAIM_US with completions waiting, vnet_poll() reclaims
  * them, counted apart (idle_reclaim_calls / idle_reclaimed), so a zero-copy
- * frame the device has finished never stays referenced (lwIP will not
- * retransmit a segment whose pbuf is still referenced). Busy TX never
- * triggers it, so it does not change what a policy measures.
+ * frame the device has finished does not stay referenced (lwIP will not
+ * retransmit a segment whose pbuf is still referenced). Busy TX does not
+ * trigger it. A busy TX path whose policy does not reclaim (lazy above its
+ * threshold: a steady stream of ACKs for an inbound flow) is bounded
+ * apart: completions left waiting with no reclaim of any kind for
+ * VNET_TX_STALE_RECLAIM_US are taken back the same way, so no completed
+ * frame stays referenced longer than that (plus one main-loop pass).
+ * Every policy that reclaims on its own TX path stays below that bound, so
+ * only lazy (under a slow stream) is changed, by one counted reclaim per
+ * bound.
  */
 #define VNET_RECLAIM_BASE   1
 #define VNET_RECLAIM_V0     2
@@ -107,6 +114,16 @@
 /* Liveness: TX idle this long with completions waiting -> reclaim them. */
 #ifndef VNET_TX_IDLE_RECLAIM_US
 #define VNET_TX_IDLE_RECLAIM_US 1000
+#endif
+/* The bound on a completed frame's wait for reclaim while TX stays busy:
+ * well below lwIP's smallest retransmission timeout (TCP_SLOW_INTERVAL
+ * 500 ms ticks), well above lazy's own reclaim interval at benchmark
+ * rates (224 frames). */
+#ifndef VNET_TX_STALE_RECLAIM_US
+#define VNET_TX_STALE_RECLAIM_US 20000
+#endif
+#if VNET_TX_STALE_RECLAIM_US < 1 || VNET_TX_STALE_RECLAIM_US > 100000
+#error "VNET_TX_STALE_RECLAIM_US must be in 1..100000 (a TCP RTO is at least 200 ms)"
 #endif
 #if VNET_TX_IDLE_RECLAIM_US < 1 || VNET_TX_IDLE_RECLAIM_US > 100000
 #error "VNET_TX_IDLE_RECLAIM_US must be in 1..100000 (a TCP RTO is at least 200 ms)"

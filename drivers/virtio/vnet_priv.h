@@ -79,6 +79,8 @@ struct vnet {
 	uint32_t tx_activity;      /* vnet_tx() calls (liveness: is TX busy?) */
 	uint32_t tx_activity_seen; /* ... as of tx_idle_since */
 	uint64_t tx_idle_since;    /* clock_ns() when TX was last seen busy */
+	uint64_t tx_reclaims_seen; /* reclaim calls of any kind, as of tx_waiting_since */
+	uint64_t tx_waiting_since; /* clock_ns() completions were first seen waiting; 0: none */
 
 	/* Idle policy (vnet_idle.c) */
 	uint64_t idle_sig;           /* work signature at the previous pass */

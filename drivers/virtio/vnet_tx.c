@@ -357,6 +357,37 @@ void vnet_tx_end_burst(struct vnet *vn)
  * own reclaims. A busy TX path (vnet_tx() called since the last look)
  * never triggers it, so the policy under test is not changed.
  */
+/*
+ * The busy-path bound (issue 23 finding 6): with TX_RECLAIM=lazy and a
+ * steady unrelated stream (ACKs of an inbound flow) the idle reclaim never
+ * fires and lazy frees nothing until fewer than VNET_LAZY_THRESH
+ * descriptors are free, ~ring-32 frames later; a completed zero-copy
+ * segment would stay referenced all that while, and lwIP's retransmission
+ * of it waits for the next slow-timer tick after that. So: completions
+ * seen waiting, and no reclaim of any kind since for
+ * VNET_TX_STALE_RECLAIM_US, are taken back now, counted with the idle
+ * reclaims. A policy that reclaims on its TX path resets the clock with
+ * every reclaim and never gets here.
+ */
+static void vnet_tx_stale_reclaim(struct vnet *vn, uint64_t now)
+{
+	uint64_t calls = vn->tx.reclaim_calls + vn->tx.idle_reclaim_calls;
+
+	if (!virtq_used_pending(&vn->txq)) {
+		vn->tx_waiting_since = 0;
+		return;
+	}
+	if (calls != vn->tx_reclaims_seen || !vn->tx_waiting_since) {
+		vn->tx_reclaims_seen = calls;
+		vn->tx_waiting_since = now;
+		return;
+	}
+	if (now - vn->tx_waiting_since < VNET_TX_STALE_RECLAIM_US * 1000ull)
+		return;
+	vnet_tx_take(vn, VNET_RECLAIM_ALL, true);
+	vn->tx_waiting_since = 0;
+}
+
 static void vnet_tx_idle_reclaim(struct vnet *vn)
 {
 	uint64_t now;
@@ -364,6 +395,7 @@ static void vnet_tx_idle_reclaim(struct vnet *vn)
 	if (VNET_IS_RECLAIM_POLL || !virtq_chains_in_flight(&vn->txq))
 		return;
 	now = clock_ns();
+	vnet_tx_stale_reclaim(vn, now);
 	if (vn->tx_activity != vn->tx_activity_seen) {
 		vn->tx_activity_seen = vn->tx_activity;
 		vn->tx_idle_since = now;

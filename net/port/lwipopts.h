@@ -110,8 +110,10 @@
 /* ---- checksums: per netif and per frame (net/offload.c) ----
  * Software by default; with the device's CSUM lwIP leaves TCP checksums to
  * the device, and a received frame the device vouched for (DATA_VALID,
- * NEEDS_CSUM) skips lwIP's TCP/UDP check. UDP, ICMP and IP headers are
- * always summed here: a fragmented UDP datagram cannot be offloaded. */
+ * NEEDS_CSUM) skips lwIP's TCP/UDP check. UDP, ICMP and IP checksums are
+ * always generated here (a fragmented UDP datagram cannot be offloaded);
+ * received ICMP and IP headers are always verified, UDP only when the
+ * device did not vouch for the frame (net/offload.c). */
 #define LWIP_CHECKSUM_CTRL_PER_NETIF 1
 #define CHECKSUM_GEN_IP              1
 #define CHECKSUM_GEN_UDP             1
