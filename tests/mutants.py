@@ -374,6 +374,12 @@ MUTANTS = [
     ("paging: the VGA hole and BIOS area mapped write-back", "kernel/paging.c",
      "bool uc = !is_memory(bi, a, a + PAGE_4K);", "bool uc = false && !is_memory(bi, a, a + PAGE_4K);",
      ["paging"]),
+    # Found by fuzz_vnet_dev: gso_type NONE|ECN passed the check, then the
+    # frame went up as GSO with an unchecked gso_size.
+    ("RX gso_type checked with the ECN bit masked off", "drivers/virtio/vnet_rx.c",
+     "if (!(vn->offloads & VNET_OFF_LRO4) || h->gso_type != VIRTIO_NET_HDR_GSO_TCPV4)",
+     "if ((h->gso_type & 0x7f) != VIRTIO_NET_HDR_GSO_NONE &&\n\t\t    (!(vn->offloads & VNET_OFF_LRO4) || h->gso_type != VIRTIO_NET_HDR_GSO_TCPV4))",
+     [LRO]),
     # Issue 23 finding 6: a completed frame's wait for reclaim is bounded
     # while TX stays busy (lazy under a steady stream).
     ("TX liveness: no stale reclaim while TX is busy (lazy keeps a completed frame)",

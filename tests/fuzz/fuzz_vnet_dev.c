@@ -199,6 +199,9 @@ static void check_frame(const struct vnet_rx *f)
 		sum += f->buf[k].len;
 	}
 	REQUIRE(sum == f->len, "buffer lengths add up to the frame");
+	if (getenv("FUZZ_VERBOSE"))
+		fprintf(stderr, "frame len=%u flags=0x%x gso_size=%u nbufs=%u\n", f->len, f->flags,
+		        f->gso_size, f->nbufs);
 	if (f->flags & VNET_RX_F_GSO) {
 		REQUIRE(vn->offloads & VNET_OFF_LRO4, "a GSO frame without large receive");
 		REQUIRE(f->gso_size >= 1 && f->gso_size <= f->len,

@@ -375,6 +375,8 @@ static void test_rx_hostile(void)
 	expect_rx_fault(&h, 9000, -1, -1, "gso_type TCPv6 never negotiated");
 	h.gso_type = VIRTIO_NET_HDR_GSO_TCPV4 | VIRTIO_NET_HDR_GSO_ECN;
 	expect_rx_fault(&h, 9000, -1, -1, "ECN never negotiated");
+	h.gso_type = VIRTIO_NET_HDR_GSO_ECN; /* NONE | ECN: found by fuzz_vnet_dev */
+	expect_rx_fault(&h, 9000, -1, -1, "ECN alone, no GSO type");
 	h = gso;
 	h.gso_size = 0;
 	expect_rx_fault(&h, 9000, -1, -1, "gso_size 0");
