@@ -22,7 +22,7 @@ unit_ring_obj = $(patsubst %.c,$(UNIT_DIR)/obj/%.o,$(call ring_file,$(if $(call 
 UNIT_SPLIT_OBJS := $(UNIT_SHARED_OBJS) $(call unit_ring_obj,split)
 UNIT_PACKED_OBJS := $(UNIT_SHARED_OBJS) $(call unit_ring_obj,x-packed)
 # Compiled per variant.
-UNIT_VNET_SRCS := tests/unit/test_vnet.c tests/unit/sim_pci.c drivers/virtio/vnet.c \
+UNIT_VNET_SRCS := tests/unit/test_vnet.c tests/unit/sim_pci.c drivers/virtio/virtio_dev.c drivers/virtio/vnet.c \
 	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c
 
 # The packed ring (RING=packed) through the whole driver: every TX_RECLAIM x
@@ -62,7 +62,7 @@ UNIT_OFFLOAD_VARIANTS := base-every-ei1-eager-inline-zc1 \
 	v2-burst-ei0-eager-chain-zc0 poll-timer-ei0-batched-chain-zc0-off_none-mrg-nd \
 	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd base-every-ei1-eager-inline-zc1-packed \
 	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd-packed
-UNIT_OFFLOAD_SRCS := tests/unit/test_offload.c tests/unit/sim_pci.c drivers/virtio/vnet.c \
+UNIT_OFFLOAD_SRCS := tests/unit/test_offload.c tests/unit/sim_pci.c drivers/virtio/virtio_dev.c drivers/virtio/vnet.c \
 	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c
 UNIT_BINS := $(UNIT_DIR)/test_virtq $(UNIT_DIR)/test_virtq_packed $(UNIT_DIR)/test_virtio_pci \
 	$(UNIT_DIR)/test_virtio_mmio $(UNIT_DIR)/test_virtio_mmio_packed \
