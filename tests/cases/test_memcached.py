@@ -63,13 +63,13 @@ def check_result(r, min_txn):
 
 
 def test_parser_and_store_unit(t):
-    """tests/memcached/test_mc_unit.c on the host (ASan + UBSan): the parser
+    """tests/unit/test_mc_unit.c on the host (ASan + UBSan): the parser
     fed in pieces of every size, expiry on a fake clock, back-pressure with
     a small send buffer, eviction next to a reply in progress."""
     exe = os.path.join(BUILD, "mc_unit", "test_mc_unit")
     os.makedirs(os.path.dirname(exe), exist_ok=True)
     cc = ["gcc", "-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
-          "-fno-sanitize-recover=all", "-I", TOP, os.path.join(TOP, "tests", "memcached", "test_mc_unit.c"),
+          "-fno-sanitize-recover=all", "-I", TOP, os.path.join(TOP, "tests", "unit", "test_mc_unit.c"),
           os.path.join(TOP, "apps", "memcached_proto.c"), os.path.join(TOP, "apps", "memcached_store.c"), "-o", exe]
     r = subprocess.run(cc, capture_output=True, text=True, timeout=120)
     if r.returncode:
