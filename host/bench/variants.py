@@ -131,7 +131,7 @@ def from_scheme(name):
 
 
 def policy_table():
-    """The README/docs table of the policies (markdown), from mk/policies.def."""
+    """The policy table of docs/policies.md (markdown), from mk/policies.def."""
     rows = ["| variable | values | default | name word (`%`: the value) | what changes |",
             "| --- | --- | --- | --- | --- |"]
     pos = 0

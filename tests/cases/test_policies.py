@@ -3,7 +3,7 @@ that knows the policies agrees with it: drivers/virtio/vnet_policy.h (a
 default and a check per macro, nothing undeclared), make (the -D flags of a
 make variable and of a variant name), the harness's name parser
 (host/bench/variants.py), the variant string vnet_variant() prints, and the
-README's policy table."""
+policy table of docs/policies.md."""
 
 import os
 import re
@@ -129,11 +129,11 @@ def test_policy_variant_string_keys(t):
         raise Fail(f"mk/policies.def keys vnet_variant() does not print: {sorted(keys - printed)}")
 
 
-def test_policy_readme_table(t):
-    text = open(os.path.join(TOP, "README.md")).read()
+def test_policy_docs_table(t):
+    text = open(os.path.join(TOP, "docs", "policies.md")).read()
     m = re.search(r"^<!-- policy table: .*?-->\n(.*?)\n<!-- end of policy table -->", text, re.M | re.S)
     if not m:
-        raise Fail("README.md has no generated policy table")
+        raise Fail("docs/policies.md has no generated policy table")
     if m.group(1) != variants.policy_table():
-        raise Fail("README.md's policy table differs from mk/policies.def: paste "
+        raise Fail("docs/policies.md's policy table differs from mk/policies.def: paste "
                    "`python3 host/bench/variants.py --table`")
