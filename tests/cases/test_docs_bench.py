@@ -1,4 +1,5 @@
-"""The documented harness commands still run as written: every
+"""The documented harness commands still run as written (test_docs.py
+checks links, matrix files and make lines; this, whole command lines): every
 `host/bench/vnetbench.py ...` and `make bench BENCH_ARGS="..."` line of the
 README, ARCHITECTURE.md, docs/ and the READMEs under host/bench/ and
 tests/ parses and expands its matrix (`--list`: nothing is built or
@@ -50,7 +51,7 @@ def documented_commands():
     return out
 
 
-def test_documented_harness_commands_parse(t):
+def test_docs_bench_commands_parse(t):
     cmds = documented_commands()
     if len(cmds) < 5:
         raise Fail(f"expected at least 5 documented vnetbench commands, found {len(cmds)}: {cmds}")
