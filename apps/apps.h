@@ -7,6 +7,7 @@
 #define VNETLAB_APPS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "lwip/ip_addr.h"
 #include "lwip/tcp.h"
@@ -29,6 +30,33 @@ void tcpconn_attach(struct tcp_pcb *pcb, void *arg, tcp_recv_fn recv, tcp_sent_f
 void tcpconn_detach(struct tcp_pcb *pcb);
 /* Move bytes from (*d, *n) into buf until it holds need; true once it does. */
 bool tcpconn_gather(uint8_t *buf, uint32_t *have, uint32_t need, const uint8_t **d, uint32_t *n);
+
+/* tcpsrv.c: the TCP server skeleton of every serving app. An app's
+ * connection begins with a struct tcpsrv_conn; its ops say what differs. */
+struct tcpsrv_conn {
+	struct tcp_pcb *pcb;
+	struct pbuf *in; /* received, not yet consumed (ops->recv NULL) */
+	const struct tcpsrv_ops *ops;
+};
+struct tcpsrv_ops {
+	size_t conn_size; /* of the app's connection, allocated zeroed */
+	bool nagle;       /* keep Nagle's algorithm (bulk senders) */
+	/* A new connection (pcb and ops set): false refuses it (aborted). */
+	bool (*accept)(struct tcpsrv_conn *c);
+	void (*refused)(void); /* no memory for a connection; may be NULL */
+	/* Data: NULL queues it on c->in and calls serve(); else owns p. */
+	err_t (*recv)(struct tcpsrv_conn *c, struct pbuf *p);
+	/* Consume c->in as far as room allows; again from the sent callback. */
+	err_t (*serve)(struct tcpsrv_conn *c);
+	err_t (*sent)(struct tcpsrv_conn *c, u16_t len); /* NULL: serve() */
+	/* c is about to be freed (either side closed, or a reset); may be NULL. */
+	void (*release)(struct tcpsrv_conn *c);
+};
+/* The listening pcb, or NULL if the port cannot be had. */
+struct tcp_pcb *tcpsrv_listen(uint16_t port, const struct tcpsrv_ops *ops);
+/* Close (or abort) and free c; ERR_ABRT when the pcb was aborted, which an
+ * lwIP callback must then return. */
+err_t tcpsrv_close(struct tcpsrv_conn *c, bool abort);
 
 /* ctl.c: UDP control port: "stop" ends a serving app cleanly */
 #define CTL_PORT 9999

@@ -21,9 +21,8 @@
 #define ECHO_PORT 7
 
 struct conn {
-	struct tcp_pcb *pcb;
-	struct pbuf *pending; /* received, not yet queued for sending back */
-	uint16_t offset;      /* bytes of pending->payload chain already queued */
+	struct tcpsrv_conn base; /* base.in: received, not yet queued for sending back */
+	uint16_t offset;         /* bytes of base.in's first pbuf already queued */
 };
 
 static uint64_t seconds;
@@ -35,97 +34,49 @@ void echo_configure(void)
 	seconds = cmdline_u64("echo.seconds", 600, 1, 86400);
 }
 
-static void conn_close(struct conn *c)
-{
-	tcpconn_detach(c->pcb);
-	if (tcp_close(c->pcb) != ERR_OK)
-		tcp_abort(c->pcb);
-	if (c->pending)
-		pbuf_free(c->pending);
-	free(c);
-}
-
 /* Queue as much of the pending data as the send buffer takes. */
-static void conn_push(struct conn *c)
+static err_t conn_push(struct tcpsrv_conn *tc)
 {
-	while (c->pending) {
-		struct pbuf *p = c->pending;
+	struct conn *c = (struct conn *)tc;
+	struct tcp_pcb *pcb = tc->pcb;
+	while (tc->in) {
+		struct pbuf *p = tc->in;
 		uint16_t chunk = p->len - c->offset;
-		uint16_t room = tcp_sndbuf(c->pcb);
+		uint16_t room = tcp_sndbuf(pcb);
 		if (chunk > room)
 			chunk = room;
 		if (!chunk)
 			break;
-		if (tcp_write(c->pcb, (uint8_t *)p->payload + c->offset, chunk,
+		if (tcp_write(pcb, (uint8_t *)p->payload + c->offset, chunk,
 		              TCP_WRITE_FLAG_COPY | (p->next ? TCP_WRITE_FLAG_MORE : 0)) != ERR_OK)
 			break;
-		tcp_recved(c->pcb, chunk);
+		tcp_recved(pcb, chunk);
 		tcp_bytes += chunk;
 		c->offset += chunk;
 		if (c->offset == p->len) {
-			c->pending = p->next;
+			tc->in = p->next;
 			if (p->next)
 				pbuf_ref(p->next);
 			pbuf_free(p);
 			c->offset = 0;
 		}
 	}
-	tcp_output(c->pcb);
-}
-
-static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
-{
-	struct conn *c = arg;
-	(void)pcb;
-	if (!p || err != ERR_OK) {
-		if (p)
-			pbuf_free(p);
-		conn_close(c);
-		return ERR_OK;
-	}
-	if (c->pending)
-		pbuf_cat(c->pending, p);
-	else
-		c->pending = p;
-	conn_push(c);
+	tcp_output(pcb);
 	return ERR_OK;
 }
 
-static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+static bool on_accept(struct tcpsrv_conn *c)
 {
-	(void)pcb;
-	(void)len;
-	conn_push(arg);
-	return ERR_OK;
-}
-
-static void on_err(void *arg, err_t err)
-{
-	struct conn *c = arg;
-	(void)err;
-	if (c) {
-		if (c->pending)
-			pbuf_free(c->pending);
-		free(c); /* the pcb is already gone */
-	}
-}
-
-static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
-{
-	(void)arg;
-	if (err != ERR_OK || !pcb)
-		return ERR_VAL;
-	struct conn *c = calloc(1, sizeof(*c));
-	if (!c) {
-		tcp_abort(pcb);
-		return ERR_ABRT;
-	}
-	c->pcb = pcb;
+	(void)c;
 	tcp_conns++;
-	tcp_nagle_disable(pcb);
-	tcpconn_attach(pcb, c, on_recv, on_sent, on_err);
-	return ERR_OK;
+	return true;
 }
+
+static const struct tcpsrv_ops echo_tcp = {
+    .conn_size = sizeof(struct conn),
+    .accept = on_accept,
+    .serve = conn_push,
+};
 
 static void on_udp(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr,
                    u16_t port)
@@ -146,10 +97,8 @@ static bool stop_requested(void *unused)
 int echo_main(void)
 {
 	net_up();
-	struct tcp_pcb *l = tcp_new();
-	if (!l || tcp_bind(l, IP_ANY_TYPE, ECHO_PORT) != ERR_OK || !(l = tcp_listen(l)))
+	if (!tcpsrv_listen(ECHO_PORT, &echo_tcp))
 		kernel_error("echo", "cannot listen on TCP port %d", ECHO_PORT);
-	tcp_accept(l, on_accept);
 	struct udp_pcb *u = udp_new();
 	if (!u || udp_bind(u, IP_ANY_TYPE, ECHO_PORT) != ERR_OK)
 		kernel_error("echo", "cannot bind UDP port %d", ECHO_PORT);

@@ -35,9 +35,8 @@
 #define CLOSE_DRAIN_NS 200000000ull
 
 struct srv_conn {
-	struct tcp_pcb *pcb;
-	struct pbuf *in; /* received, not yet taken by the parser */
-	bool failed;     /* a write failed with room promised: close */
+	struct tcpsrv_conn base; /* base.in: received, not yet taken by the parser */
+	bool failed;             /* a write failed with room promised: close */
 	struct mc_conn mc;
 };
 
@@ -67,7 +66,7 @@ void memcached_configure(void)
 
 static struct tcp_pcb *pcb_of(struct mc_conn *c)
 {
-	return ((struct srv_conn *)c->user)->pcb;
+	return ((struct srv_conn *)c->user)->base.pcb;
 }
 
 static bool out_room(struct mc_conn *c, uint32_t n)
@@ -82,7 +81,8 @@ static bool out_write(struct mc_conn *c, const void *p, uint32_t n)
 	struct srv_conn *s = c->user;
 	while (n && !s->failed) {
 		u16_t k = n > 0xffff ? 0xffff : (u16_t)n;
-		if (tcp_write(s->pcb, p, k, TCP_WRITE_FLAG_COPY | TCP_WRITE_FLAG_MORE) != ERR_OK) {
+		if (tcp_write(s->base.pcb, p, k, TCP_WRITE_FLAG_COPY | TCP_WRITE_FLAG_MORE) !=
+		    ERR_OK) {
 			s->failed = true;
 			write_failures++;
 		}
@@ -95,14 +95,14 @@ static bool out_write(struct mc_conn *c, const void *p, uint32_t n)
 static uint32_t out_write_some(struct mc_conn *c, const void *p, uint32_t n)
 {
 	struct srv_conn *s = c->user;
-	uint32_t room = tcp_sndbuf(s->pcb);
-	if (s->failed || tcp_sndqueuelen(s->pcb) + 8 > TCP_SND_QUEUELEN)
+	uint32_t room = tcp_sndbuf(s->base.pcb);
+	if (s->failed || tcp_sndqueuelen(s->base.pcb) + 8 > TCP_SND_QUEUELEN)
 		return 0;
 	uint32_t k = n < room ? n : room;
 	if (k > 0xffff)
 		k = 0xffff;
-	if (!k ||
-	    tcp_write(s->pcb, p, (u16_t)k, TCP_WRITE_FLAG_COPY | TCP_WRITE_FLAG_MORE) != ERR_OK)
+	if (!k || tcp_write(s->base.pcb, p, (u16_t)k, TCP_WRITE_FLAG_COPY | TCP_WRITE_FLAG_MORE) !=
+	              ERR_OK)
 		return 0; /* resumed from the sent callback */
 	return k;
 }
@@ -111,23 +111,9 @@ static const struct mc_out lwip_out = {out_room, out_write, out_write_some};
 
 /* ---- connections ---- */
 
-static void conn_free(struct srv_conn *s)
+static void conn_release(struct tcpsrv_conn *c)
 {
-	mc_conn_release(&s->mc);
-	if (s->in)
-		pbuf_free(s->in);
-	free(s);
-}
-
-static err_t conn_close(struct srv_conn *s, bool abort)
-{
-	struct tcp_pcb *pcb = s->pcb;
-	tcpconn_detach(pcb);
-	conn_free(s);
-	if (!abort && tcp_close(pcb) == ERR_OK)
-		return ERR_OK;
-	tcp_abort(pcb);
-	return ERR_ABRT;
+	mc_conn_release(&((struct srv_conn *)c)->mc);
 }
 
 static void note_commands(void)
@@ -144,95 +130,67 @@ static void note_commands(void)
 }
 
 /* Feed what we hold to the parser; ERR_ABRT when s is gone. */
-static err_t process(struct srv_conn *s)
+static err_t process(struct tcpsrv_conn *c)
 {
+	struct srv_conn *s = (struct srv_conn *)c;
 	uint32_t consumed = 0;
 	if (mc_conn_resume(&s->mc)) {
-		while (s->in) {
-			struct pbuf *q = s->in;
+		while (s->base.in) {
+			struct pbuf *q = s->base.in;
 			size_t k = q->len ? mc_conn_feed(&s->mc, q->payload, q->len) : 0;
 			consumed += (uint32_t)k;
 			if (k == q->len) {
-				s->in = q->next;
+				s->base.in = q->next;
 				if (q->next)
 					pbuf_ref(q->next);
 				pbuf_free(q);
 				continue;
 			}
-			s->in = pbuf_free_header(q, (u16_t)k);
+			s->base.in = pbuf_free_header(q, (u16_t)k);
 			break; /* waits for room, or quit */
 		}
 	}
 	note_commands();
-	if (s->mc.state == MC_S_QUIT && s->in) {
+	if (s->mc.state == MC_S_QUIT && s->base.in) {
 		/* acknowledge what follows "quit": lwIP resets a connection
 		 * closed with unacknowledged data */
-		consumed += s->in->tot_len;
-		pbuf_free(s->in);
-		s->in = NULL;
+		consumed += s->base.in->tot_len;
+		pbuf_free(s->base.in);
+		s->base.in = NULL;
 	}
 	for (uint32_t left = consumed; left;) {
 		u16_t k = left > 0xffff ? 0xffff : (u16_t)left;
-		tcp_recved(s->pcb, k);
+		tcp_recved(s->base.pcb, k);
 		left -= k;
 	}
 	if (s->failed || s->mc.state == MC_S_QUIT) {
-		tcp_output(s->pcb);
-		return conn_close(s, s->failed);
+		tcp_output(s->base.pcb);
+		return tcpsrv_close(c, s->failed);
 	}
-	tcp_output(s->pcb);
+	tcp_output(s->base.pcb);
 	return ERR_OK;
 }
 
-static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+static bool conn_accept(struct tcpsrv_conn *c)
 {
-	struct srv_conn *s = arg;
-	(void)pcb;
-	if (!p || err != ERR_OK) {
-		if (p)
-			pbuf_free(p);
-		return conn_close(s, false);
-	}
-	if (s->in)
-		pbuf_cat(s->in, p);
-	else
-		s->in = p;
-	return process(s);
-}
-
-static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
-{
-	(void)pcb;
-	(void)len;
-	return process(arg);
-}
-
-static void on_err(void *arg, err_t err)
-{
-	(void)err;
-	if (arg)
-		conn_free(arg); /* lwIP has freed the pcb */
-}
-
-static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
-{
-	(void)arg;
-	if (err != ERR_OK || !pcb)
-		return ERR_VAL;
-	struct srv_conn *s = malloc(sizeof(*s));
-	if (!s) {
-		conns_refused++;
-		tcp_abort(pcb);
-		return ERR_ABRT;
-	}
-	s->pcb = pcb;
-	s->in = NULL;
-	s->failed = false;
+	struct srv_conn *s = (struct srv_conn *)c;
 	mc_conn_init(&s->mc, &lwip_out, s);
-	tcp_nagle_disable(pcb); /* a reply goes out when the request is done */
-	tcpconn_attach(pcb, s, on_recv, on_sent, on_err);
-	return ERR_OK;
+	return true;
 }
+
+static void conn_refused(void)
+{
+	conns_refused++;
+}
+
+/* A reply goes out when the request is done (no Nagle). */
+static const struct tcpsrv_ops mc_tcp = {
+    .conn_size = sizeof(struct srv_conn),
+    .accept = conn_accept,
+    .refused = conn_refused,
+    .serve = process,
+    .release = conn_release,
+};
 
 /* ---- phases ---- */
 
@@ -290,10 +248,8 @@ int memcached_main(void)
 		kernel_error("memcached", "memcached.mem=%lu MiB holds no item page", cfg.mem_mib);
 	mc_store_set_epoch(cfg.epoch);
 	net_up();
-	struct tcp_pcb *l = tcp_new();
-	if (!l || tcp_bind(l, IP_ANY_TYPE, cfg.port) != ERR_OK || !(listener = tcp_listen(l)))
+	if (!(listener = tcpsrv_listen(cfg.port, &mc_tcp)))
 		kernel_error("memcached", "cannot listen on TCP port %u", cfg.port);
-	tcp_accept(listener, on_accept);
 	ctl_start();
 	const struct mc_store_stats *ss = mc_store_stats();
 	printf("memcached listening tcp=%u mem_mib=%lu pages=%lu classes=%lu buckets=%lu "

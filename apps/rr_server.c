@@ -28,9 +28,8 @@
 #define CLOSE_DRAIN_NS 200000000ull
 
 struct conn {
-	struct tcp_pcb *pcb;
-	struct pbuf *pending; /* received, not yet answered: whole messages only */
-	uint64_t last_ns;     /* arrival of the previous answered request */
+	struct tcpsrv_conn base; /* base.in: received, not yet answered: whole messages only */
+	uint64_t last_ns;        /* arrival of the previous answered request */
 };
 
 struct endpoint {
@@ -65,24 +64,16 @@ static void on_message(uint64_t *last_ns, uint32_t req, uint32_t resp, bool answ
 
 /* ---- TCP ---- */
 
-static void conn_free(struct conn *c)
+static void conn_release(struct tcpsrv_conn *c)
 {
-	if (c->pending)
-		pbuf_free(c->pending);
-	free(c);
+	(void)c;
 	conns_open--;
 }
 
 /* ERR_ABRT when the pcb had to be aborted: lwIP callbacks must return it. */
 static err_t conn_close(struct conn *c, bool abort)
 {
-	struct tcp_pcb *pcb = c->pcb;
-	tcpconn_detach(pcb);
-	conn_free(c);
-	if (!abort && tcp_close(pcb) == ERR_OK)
-		return ERR_OK;
-	tcp_abort(pcb);
-	return ERR_ABRT;
+	return tcpsrv_close(&c->base, abort);
 }
 
 /* Room for a whole reply: a half-written one would break the framing. */
@@ -92,10 +83,10 @@ static bool room(struct tcp_pcb *pcb, uint32_t len)
 	       tcp_sndqueuelen(pcb) + 2 * (len / TCP_MSS) + 8 <= TCP_SND_QUEUELEN;
 }
 
-/* Reply to the request at the head of c->pending (len bytes, header h). */
+/* Reply to the request at the head of c->base.in (len bytes, header h). */
 static err_t write_reply(struct conn *c, const struct sp_hdr *h, uint32_t len, uint32_t resp)
 {
-	struct tcp_pcb *pcb = c->pcb;
+	struct tcp_pcb *pcb = c->base.pcb;
 	if (!rr_cfg.sockperf)
 		return tcp_write(pcb, rr_filler, (u16_t)resp, 0);
 	uint8_t b[SP_HDR_LEN];
@@ -108,7 +99,7 @@ static err_t write_reply(struct conn *c, const struct sp_hdr *h, uint32_t len, u
 		return tcp_write(pcb, rr_filler, (u16_t)(resp - SP_HDR_LEN), 0);
 	/* echo the body, bytes [SP_HDR_LEN, len) of the chain, as sockperf's server does */
 	uint32_t pos = 0;
-	for (struct pbuf *q = c->pending; q && pos < len; pos += q->len, q = q->next) {
+	for (struct pbuf *q = c->base.in; q && pos < len; pos += q->len, q = q->next) {
 		uint32_t from = pos > SP_HDR_LEN ? pos : SP_HDR_LEN;
 		uint32_t to = pos + q->len < len ? pos + q->len : len;
 		if (from >= to)
@@ -122,18 +113,19 @@ static err_t write_reply(struct conn *c, const struct sp_hdr *h, uint32_t len, u
 }
 
 /* Answer every complete request we have room for; ERR_ABRT: c is gone. */
-static err_t serve(struct conn *c)
+static err_t serve(struct tcpsrv_conn *tc)
 {
+	struct conn *c = (struct conn *)tc;
 	uint32_t consumed = 0;
-	while (c->pending) {
+	while (tc->in) {
 		struct sp_hdr h = {0, 0, 0};
 		uint32_t len = rr_cfg.req, resp = rr_cfg.resp;
 		bool answer = true;
 		if (rr_cfg.sockperf) {
 			uint8_t b[SP_HDR_LEN];
-			if (c->pending->tot_len < SP_HDR_LEN)
+			if (tc->in->tot_len < SP_HDR_LEN)
 				break;
-			pbuf_copy_partial(c->pending, b, SP_HDR_LEN, 0);
+			pbuf_copy_partial(tc->in, b, SP_HDR_LEN, 0);
 			rr_sp_decode(b, &h);
 			if (h.len < SP_HDR_LEN || h.len > RR_TCP_MAX) {
 				printf(
@@ -148,10 +140,10 @@ static err_t serve(struct conn *c)
 			if (!rr_cfg.resp_given)
 				resp = len;
 		}
-		if (c->pending->tot_len < len)
+		if (tc->in->tot_len < len)
 			break;
 		if (answer) {
-			if (!room(c->pcb, resp))
+			if (!room(tc->pcb, resp))
 				break; /* resumed from the sent callback */
 			if (write_reply(c, &h, len, resp) != ERR_OK) {
 				printf("rr: closing a connection: tcp_write failed mid-reply\n");
@@ -160,62 +152,29 @@ static err_t serve(struct conn *c)
 			}
 		}
 		on_message(&c->last_ns, len, resp, answer);
-		c->pending = pbuf_free_header(c->pending, (u16_t)len);
+		tc->in = pbuf_free_header(tc->in, (u16_t)len);
 		consumed += len;
 	}
 	if (consumed)
-		tcp_recved(c->pcb, (u16_t)consumed);
-	tcp_output(c->pcb);
+		tcp_recved(tc->pcb, (u16_t)consumed);
+	tcp_output(tc->pcb);
 	return ERR_OK;
 }
 
-static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+static bool conn_accept(struct tcpsrv_conn *c)
 {
-	struct conn *c = arg;
-	(void)pcb;
-	if (!p || err != ERR_OK) {
-		if (p)
-			pbuf_free(p);
-		return conn_close(c, false);
-	}
-	if (c->pending)
-		pbuf_cat(c->pending, p);
-	else
-		c->pending = p;
-	return serve(c);
-}
-
-static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
-{
-	(void)pcb;
-	(void)len;
-	return serve(arg);
-}
-
-static void on_err(void *arg, err_t err)
-{
-	(void)err;
-	if (arg)
-		conn_free(arg); /* lwIP has freed the pcb */
-}
-
-static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
-{
-	(void)arg;
-	if (err != ERR_OK || !pcb)
-		return ERR_VAL;
-	struct conn *c = calloc(1, sizeof(*c));
-	if (!c) {
-		tcp_abort(pcb);
-		return ERR_ABRT;
-	}
-	c->pcb = pcb;
+	(void)c;
 	conns_open++;
 	rr_st.peers = ++conns_seen;
-	tcp_nagle_disable(pcb); /* a reply goes out the moment it is written */
-	tcpconn_attach(pcb, c, on_recv, on_sent, on_err);
-	return ERR_OK;
+	return true;
 }
+
+static const struct tcpsrv_ops rr_tcp = {
+    .conn_size = sizeof(struct conn),
+    .accept = conn_accept,
+    .serve = serve,
+    .release = conn_release,
+};
 
 /* ---- UDP ---- */
 
@@ -317,11 +276,8 @@ static void open_sockets(void)
 			kernel_error("rr", "cannot bind UDP port %u", c->port);
 		udp_recv(udp, on_udp, NULL);
 	} else {
-		struct tcp_pcb *l = tcp_new();
-		if (!l || tcp_bind(l, IP_ANY_TYPE, c->port) != ERR_OK ||
-		    !(listener = tcp_listen(l)))
+		if (!(listener = tcpsrv_listen(c->port, &rr_tcp)))
 			kernel_error("rr", "cannot listen on TCP port %u", c->port);
-		tcp_accept(listener, on_accept);
 	}
 	ctl_start();
 	printf("rr server listening %s port=%u framing=%s resp=%s ctl=udp:%d wait=%lu\n",

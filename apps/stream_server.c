@@ -27,6 +27,7 @@
 #define IPERF_HEADER_PEERDETECT 0x02000000u
 
 struct srv_conn {
+	struct tcpsrv_conn base; /* data is handed over whole (ops.recv): base.in stays NULL */
 	struct sconn s;
 	uint8_t hdr[STREAM_HDR_MAX];
 	uint32_t hdr_have, hdr_need;
@@ -37,12 +38,11 @@ static struct tcp_pcb *listener;
 static struct srv_conn *conns[MAX_CONNS];
 static unsigned conns_open, conns_seen, expected, started;
 
-static void forget(struct srv_conn *c)
+static void conn_release(struct tcpsrv_conn *tc)
 {
 	for (unsigned i = 0; i < MAX_CONNS; i++)
-		if (conns[i] == c)
+		if (conns[i] == (struct srv_conn *)tc)
 			conns[i] = NULL;
-	free(c);
 	conns_open--;
 }
 
@@ -50,13 +50,7 @@ static void forget(struct srv_conn *c)
  * aborted (an lwIP callback must then return ERR_ABRT). */
 static err_t conn_close(struct srv_conn *c, bool abort)
 {
-	struct tcp_pcb *pcb = c->s.pcb;
-	tcpconn_detach(pcb);
-	forget(c);
-	if (!abort && tcp_close(pcb) == ERR_OK)
-		return ERR_CLSD;
-	tcp_abort(pcb);
-	return ERR_ABRT;
+	return tcpsrv_close(&c->base, abort) == ERR_ABRT ? ERR_ABRT : ERR_CLSD;
 }
 
 /* Settings_ClientTestHdrLen(): 0 for a client that sends no header. */
@@ -170,14 +164,10 @@ static err_t feed(struct srv_conn *c, const uint8_t *d, uint32_t n)
 	return ERR_OK;
 }
 
-static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+static err_t conn_recv(struct tcpsrv_conn *tc, struct pbuf *p)
 {
-	struct srv_conn *c = arg;
-	if (!p || err != ERR_OK) {
-		if (p)
-			pbuf_free(p);
-		return conn_close(c, false) == ERR_ABRT ? ERR_ABRT : ERR_OK;
-	}
+	struct srv_conn *c = (struct srv_conn *)tc;
+	struct tcp_pcb *pcb = tc->pcb;
 	u16_t total = p->tot_len;
 	for (struct pbuf *q = p; q; q = q->next) {
 		err_t e = feed(c, q->payload, q->len);
@@ -191,44 +181,39 @@ static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	return ERR_OK;
 }
 
-static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+static err_t conn_sent(struct tcpsrv_conn *tc, u16_t len)
 {
-	struct srv_conn *c = arg;
-	(void)pcb;
+	struct srv_conn *c = (struct srv_conn *)tc;
 	stream_acked(&c->s, len);
 	stream_send(&c->s);
 	return ERR_OK;
 }
 
-static void on_err(void *arg, err_t err)
+static bool conn_accept(struct tcpsrv_conn *tc)
 {
-	(void)err;
-	if (arg)
-		forget(arg); /* lwIP has freed the pcb */
-}
-
-static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err)
-{
-	(void)arg;
-	if (err != ERR_OK || !pcb)
-		return ERR_VAL;
-	struct srv_conn *c = calloc(1, sizeof(*c));
+	struct srv_conn *c = (struct srv_conn *)tc;
 	unsigned slot = 0;
 	while (slot < MAX_CONNS && conns[slot])
 		slot++;
-	if (!c || slot == MAX_CONNS) {
-		free(c);
-		tcp_abort(pcb);
-		return ERR_ABRT;
-	}
+	if (slot == MAX_CONNS)
+		return false;
 	conns[slot] = c;
-	c->s.pcb = pcb;
+	c->s.pcb = tc->pcb;
 	c->hdr_need = 4;
 	conns_open++;
 	stream_st.peers = ++conns_seen;
-	tcpconn_attach(pcb, c, on_recv, on_sent, on_err);
-	return ERR_OK;
+	return true;
 }
+
+/* Nagle stays on: a bulk sender fills its segments. */
+static const struct tcpsrv_ops stream_tcp = {
+    .conn_size = sizeof(struct srv_conn),
+    .nagle = true,
+    .accept = conn_accept,
+    .recv = conn_recv,
+    .sent = conn_sent,
+    .release = conn_release,
+};
 
 static bool got_client(void *unused)
 {
@@ -258,10 +243,8 @@ static void tick(void *unused)
 void stream_server_run(void)
 {
 	const struct stream_config *c = &stream_cfg;
-	struct tcp_pcb *l = tcp_new();
-	if (!l || tcp_bind(l, IP_ANY_TYPE, c->port) != ERR_OK || !(listener = tcp_listen(l)))
+	if (!(listener = tcpsrv_listen(c->port, &stream_tcp)))
 		kernel_error("stream", "cannot listen on TCP port %u", c->port);
-	tcp_accept(listener, on_accept);
 	ctl_start();
 	expected = c->instances;
 	printf("stream server listening tcp port=%u msg=%u check=%d ctl=udp:%d wait=%lu\n", c->port,

@@ -1,113 +1,50 @@
-# mk/variants.mk: the virtio-net driver's compile-time policies
-# (drivers/virtio/vnet_policy.h, which holds the defaults and rejects
-# illegal combinations) as make variables, and the targets that build and
-# test every combination. Included by the top-level Makefile after
-# COMMON_OBJS and PVH_OBJS are defined.
+# mk/variants.mk: the virtio-net driver's compile-time policies as make
+# variables, and the targets that build and test every combination. The
+# policies are declared once, in mk/policies.def (make variable, C macro,
+# values, default, variant-name word, help); drivers/virtio/vnet_policy.h
+# holds the defaults and rejects illegal combinations. Included by the
+# top-level Makefile after COMMON_OBJS and PVH_OBJS are defined.
 #
 #   make TX_RECLAIM=after TX_KICK=burst ...   the whole appliance in one variant
-#     TX_RECLAIM=base|v0|v1|v2|v3|after|lazy|poll (before = base)
-#     TX_KICK=every|burst|deferred|timer
-#     EVENT_IDX=0|1   AVAIL_PUBLISH=eager|batched   TXHDR=inline|chain   ZEROCOPY=0|1
-#     RECLAIM_K=N  LAZY_THRESH=N  TX_IDLE_RECLAIM_US=N  TX_STALE_RECLAIM_US=N  RX_BUDGET=N  KICK_BURST_MAX=N  KICK_TIMER_US=N  QUEUE_MAX=N
-#     OFFLOAD=lro|tso|csum|none  MRG_RXBUF=0|1  NOTIFICATION_DATA=0|1
-#     IDLE=poll|halt|adaptive  IDLE_POLL_US=N  IDLE_HALT_MAX_US=N  RELAX=none|pause
-#     RING=split|packed (the Makefile links virtq.c or virtq_packed.c)
-#     (unset variables keep the header's defaults; changing them rebuilds
-#     the driver objects, see VARIANT_STAMP)
+#     (the variables and their values: mk/policies.def, or the table
+#     `python3 host/bench/variants.py --table` prints; unset variables keep
+#     the header's defaults; changing them rebuilds the driver objects, see
+#     VARIANT_STAMP)
 #   make variants   every legal TX_RECLAIM x TX_KICK x EVENT_IDX x AVAIL_PUBLISH
 #                   x TXHDR x ZEROCOPY combination compiled (-Werror), and a
 #                   representative set linked into $(O)/v/<name>/vnetlab.elf
 #   make unit       host unit tests (tests/unit/unit.mk)
 #
-# A variant's name spells its choices in that order, plus optional extras:
+# A variant's name spells its choices (the policies.def WORD column): the
+# pos: words in order, then optional extras, e.g.
 #   base-every-ei1-eager-inline-zc1[-off_none|-off_csum|-off_tso][-mrg][-nd]
-#     [-idle_halt|-idle_adaptive][-relax_pause][-packed]
+#     [-idle_halt|-idle_adaptive][-relax_pause][-rxcN][-packed]
 # (no -off_ word: the default, offload=tso+lro; no -idle_ word: idle=poll;
 # -idle_adaptive polls IDLE_POLL_US=50 before it halts; -packed: the packed
 # virtqueue layout, virtio 1.2 2.8, instead of the split one)
 
-# The 2011 thread's variants first (vnet_policy.h quotes their definition),
-# then this project's extra policies.
-VARIANT_RECLAIMS := base v0 v1 v2 v3 after lazy poll
-VARIANT_KICKS    := every burst deferred timer
-VARIANT_UC_base := BASE
-VARIANT_UC_before := BASE
-VARIANT_UC_v0 := V0
-VARIANT_UC_v1 := V1
-VARIANT_UC_v2 := V2
-VARIANT_UC_v3 := V3
-VARIANT_UC_after := AFTER
-VARIANT_UC_lazy := LAZY
-VARIANT_UC_poll := POLL
-VARIANT_UC_every := EVERY
-VARIANT_UC_burst := BURST
-VARIANT_UC_deferred := DEFERRED
-VARIANT_UC_timer := TIMER
-VARIANT_OFFLOADS := lro tso csum none
-VARIANT_UC_off_lro := LRO
-VARIANT_UC_off_tso := TSO
-VARIANT_UC_off_csum := CSUM
-VARIANT_UC_off_none := NONE
-
+include mk/policies.def
+POLICIES := $(shell sed -n 's/^POLICY\.\([A-Z0-9_]*\) *:=.*/\1/p' mk/policies.def)
+comma := ,
+pol_field = $(word $(2),$(POLICY.$(1)))
+pol_macro = $(call pol_field,$(1),1)
+pol_choices = $(if $(findstring =,$(call pol_field,$(1),2)),$(subst $(comma), ,$(call pol_field,$(1),2)))
+pol_words = $(foreach c,$(call pol_choices,$(1)),$(firstword $(subst =, ,$(c))))
+pol_cval = $(patsubst $(2)=%,%,$(filter $(2)=%,$(call pol_choices,$(1))))
+pol_pat = $(patsubst pos:%,%,$(patsubst opt:%,%,$(call pol_field,$(1),4)))
 variant_pick = $(if $(filter $(2),$(3)),$(2),$(error $(1)=$(2): expected one of $(3)))
-variant_01 = $(if $(filter 0 1,$(2)),$(2),$(error $(1)=$(2): expected 0 or 1))
+# -DMACRO=C-value for VAR=value: a choice is checked against its words; a
+# number is passed on (vnet_policy.h's #errors range-check it).
+pol_flag = -D$(call pol_macro,$(1))=$(if $(call pol_choices,$(1)),$(call pol_cval,$(1),$(call variant_pick,$(1),$(2),$(call pol_words,$(1)))),$(2))
+
+# The value lists the combinations below iterate over.
+VARIANT_RECLAIMS := $(filter-out before,$(call pol_words,TX_RECLAIM))
+VARIANT_KICKS    := $(call pol_words,TX_KICK)
+VARIANT_OFFLOADS := $(call pol_words,OFFLOAD)
+VARIANT_IDLES    := $(call pol_words,IDLE)
 
 # ---- one variant of the whole appliance, from command-line variables ----
-VARIANT_CFLAGS :=
-ifdef TX_RECLAIM
-VARIANT_CFLAGS += -DVNET_TX_RECLAIM=VNET_RECLAIM_$(VARIANT_UC_$(call variant_pick,TX_RECLAIM,$(TX_RECLAIM),$(VARIANT_RECLAIMS) before))
-endif
-ifdef TX_KICK
-VARIANT_CFLAGS += -DVNET_TX_KICK=VNET_KICK_$(VARIANT_UC_$(call variant_pick,TX_KICK,$(TX_KICK),$(VARIANT_KICKS)))
-endif
-ifdef EVENT_IDX
-VARIANT_CFLAGS += -DVNET_EVENT_IDX=$(call variant_01,EVENT_IDX,$(EVENT_IDX))
-endif
-ifdef AVAIL_PUBLISH
-VARIANT_CFLAGS += -DVNET_AVAIL_BATCHED=$(if $(filter batched,$(call variant_pick,AVAIL_PUBLISH,$(AVAIL_PUBLISH),eager batched)),1,0)
-endif
-ifdef TXHDR
-VARIANT_CFLAGS += -DVNET_TXHDR_INLINE=$(if $(filter inline,$(call variant_pick,TXHDR,$(TXHDR),inline chain)),1,0)
-endif
-ifdef ZEROCOPY
-VARIANT_CFLAGS += -DVNET_ZEROCOPY=$(call variant_01,ZEROCOPY,$(ZEROCOPY))
-endif
-ifdef MRG_RXBUF
-VARIANT_CFLAGS += -DVNET_MRG_RXBUF=$(call variant_01,MRG_RXBUF,$(MRG_RXBUF))
-endif
-ifdef OFFLOAD
-VARIANT_CFLAGS += -DVNET_OFFLOAD=VNET_OFFLOAD_$(VARIANT_UC_off_$(call variant_pick,OFFLOAD,$(OFFLOAD),$(VARIANT_OFFLOADS)))
-endif
-ifdef NOTIFICATION_DATA
-VARIANT_CFLAGS += -DVNET_NOTIFICATION_DATA=$(call variant_01,NOTIFICATION_DATA,$(NOTIFICATION_DATA))
-endif
-VARIANT_IDLES := poll halt adaptive
-VARIANT_UC_idle_poll := POLL
-VARIANT_UC_idle_halt := HALT
-VARIANT_UC_idle_adaptive := ADAPTIVE
-ifdef IDLE
-VARIANT_CFLAGS += -DVNET_IDLE=VNET_IDLE_$(VARIANT_UC_idle_$(call variant_pick,IDLE,$(IDLE),$(VARIANT_IDLES)))
-endif
-ifdef RELAX
-VARIANT_CFLAGS += -DVNET_RELAX_PAUSE=$(if $(filter pause,$(call variant_pick,RELAX,$(RELAX),none pause)),1,0)
-endif
-ifdef RING
-VARIANT_CFLAGS += -DVNET_RING=VNET_RING_$(if $(filter packed,$(call variant_pick,RING,$(RING),split packed)),PACKED,SPLIT)
-endif
-# Numbers: range-checked by vnet_policy.h's #errors.
-VARIANT_CFLAGS += $(if $(RECLAIM_K),-DVNET_RECLAIM_K=$(RECLAIM_K)) \
-	$(if $(LAZY_THRESH),-DVNET_LAZY_THRESH=$(LAZY_THRESH)) \
-	$(if $(TX_IDLE_RECLAIM_US),-DVNET_TX_IDLE_RECLAIM_US=$(TX_IDLE_RECLAIM_US)) \
-	$(if $(TX_STALE_RECLAIM_US),-DVNET_TX_STALE_RECLAIM_US=$(TX_STALE_RECLAIM_US)) \
-	$(if $(RX_BUDGET),-DVNET_RX_BUDGET=$(RX_BUDGET)) \
-	$(if $(KICK_BURST_MAX),-DVNET_KICK_BURST_MAX=$(KICK_BURST_MAX)) \
-	$(if $(KICK_TIMER_US),-DVNET_KICK_TIMER_US=$(KICK_TIMER_US)) \
-	$(if $(QUEUE_MAX),-DVIRTQ_MAX_SIZE=$(QUEUE_MAX)) \
-	$(if $(IDLE_POLL_US),-DVNET_IDLE_POLL_US=$(IDLE_POLL_US)) \
-	$(if $(IDLE_HALT_MAX_US),-DVNET_IDLE_HALT_MAX_US=$(IDLE_HALT_MAX_US)) \
-	$(if $(RX_COALESCE),-DVNET_RX_COALESCE=$(RX_COALESCE)) \
-	$(if $(RX_COALESCE_US),-DVNET_RX_COALESCE_US=$(RX_COALESCE_US))
-VARIANT_CFLAGS := $(strip $(VARIANT_CFLAGS))
+VARIANT_CFLAGS := $(strip $(foreach p,$(POLICIES),$(if $($(p)),$(call pol_flag,$(p),$($(p))))))
 CFLAGS += $(VARIANT_CFLAGS)
 
 # Objects do not record the flags they were built with: a stamp holding the
@@ -121,20 +58,23 @@ $(call obj,$(DRIVER_SRCS)): $(VARIANT_STAMP)
 
 # ---- every combination ----
 variant_word = $(word $(2),$(subst -, ,$(1)))
-variant_flags = -DVNET_TX_RECLAIM=VNET_RECLAIM_$(VARIANT_UC_$(call variant_word,$(1),1)) \
-	-DVNET_TX_KICK=VNET_KICK_$(VARIANT_UC_$(call variant_word,$(1),2)) \
-	-DVNET_EVENT_IDX=$(patsubst ei%,%,$(call variant_word,$(1),3)) \
-	-DVNET_AVAIL_BATCHED=$(if $(filter batched,$(call variant_word,$(1),4)),1,0) \
-	-DVNET_TXHDR_INLINE=$(if $(filter inline,$(call variant_word,$(1),5)),1,0) \
-	-DVNET_ZEROCOPY=$(patsubst zc%,%,$(call variant_word,$(1),6)) \
-	$(foreach o,none csum tso,$(if $(filter off_$(o),$(subst -, ,$(1))),-DVNET_OFFLOAD=VNET_OFFLOAD_$(VARIANT_UC_off_$(o)))) \
-	$(if $(filter mrg,$(subst -, ,$(1))),-DVNET_MRG_RXBUF=1) \
-	$(if $(filter nd,$(subst -, ,$(1))),-DVNET_NOTIFICATION_DATA=1) \
-	$(foreach i,halt adaptive,$(if $(filter idle_$(i),$(subst -, ,$(1))),-DVNET_IDLE=VNET_IDLE_$(VARIANT_UC_idle_$(i)))) \
-	$(if $(filter relax_pause,$(subst -, ,$(1))),-DVNET_RELAX_PAUSE=1) \
-	$(foreach w,$(filter rxc%,$(subst -, ,$(1))),-DVNET_RX_COALESCE=$(patsubst rxc%,%,$(w))) \
-	$(if $(call variant_packed,$(1)),-DVNET_RING=VNET_RING_PACKED)
+# A name's flags: the i-th word is the i-th pos: policy's value; each
+# opt:PAT word (PAT with %, or WORD=VALUE) sets its policy.
+POLICY_POS := $(foreach p,$(POLICIES),$(if $(filter pos:%,$(call pol_field,$(p),4)),$(p)))
+POLICY_OPT := $(foreach p,$(POLICIES),$(if $(filter opt:%,$(call pol_field,$(p),4)),$(p)))
+variant_extra = $(wordlist $(words x $(POLICY_POS)),999,$(subst -, ,$(1)))
+variant_opt_flag = $(if $(findstring =,$(2)),\
+	$(if $(filter $(firstword $(subst =, ,$(2))),$(3)),$(call pol_flag,$(1),$(lastword $(subst =, ,$(2))))),\
+	$(foreach w,$(filter $(2),$(3)),$(call pol_flag,$(1),$(patsubst $(2),%,$(w)))))
+variant_flags = $(foreach i,$(wordlist 1,$(words $(POLICY_POS)),1 2 3 4 5 6 7 8 9 10 11 12),\
+	$(call pol_flag,$(word $(i),$(POLICY_POS)),$(patsubst $(call pol_pat,$(word $(i),$(POLICY_POS))),%,$(call variant_word,$(1),$(i))))) \
+	$(foreach p,$(POLICY_OPT),$(call variant_opt_flag,$(p),$(call pol_pat,$(p)),$(call variant_extra,$(1))))
 variant_packed = $(filter packed,$(subst -, ,$(1)))
+# `make -s print-variant-flags NAMES="..."`: each name and its -D flags (for
+# tests/cases/test_policies.py, which checks them against the harness's parser).
+.PHONY: print-variant-flags
+print-variant-flags:
+	@$(foreach v,$(NAMES),echo "$(v): $(strip $(call variant_flags,$(v)))";)
 
 VARIANT_CROSS := $(foreach r,$(VARIANT_RECLAIMS),$(foreach k,$(VARIANT_KICKS),$(foreach e,0 1,\
 	$(foreach a,eager batched,$(foreach h,inline chain,$(foreach z,0 1,\

@@ -9,6 +9,8 @@
 #include <string.h>
 #include "kernel/arch.h"
 #include "kernel/kernel.h"
+#include "drivers/virtio/virtio_cfg.h"
+#include "drivers/virtio/virtio_dev.h"
 #include "drivers/virtio/virtio_mmio.h"
 
 /* 4.2.2 MMIO Device Register Layout */
@@ -155,27 +157,6 @@ uint16_t virtio_mmio_num_queues(struct virtio_mmio *vm)
 	return n;
 }
 
-/* 4.2.2.2: device configuration fields at their own width (8, 16, 32;
- * 64-bit ones as two 32-bit reads), like virtio_pci_cfg_field(). */
-static void virtio_mmio_cfg_field(const struct virtio_mmio *vm, uint32_t off, uint8_t *out,
-                                  uint32_t len)
-{
-	uintptr_t a = vm->base + VM_CONFIG + off;
-
-	if (len == 2 && off % 2 == 0) {
-		uint16_t v = mmio_read16(a);
-		memcpy(out, &v, 2);
-	} else if ((len == 4 || len == 8) && off % 4 == 0) {
-		for (uint32_t i = 0; i < len; i += 4) {
-			uint32_t v = mmio_read32(a + i);
-			memcpy(out + i, &v, 4);
-		}
-	} else {
-		for (uint32_t i = 0; i < len; i++)
-			out[i] = mmio_read8(a + i);
-	}
-}
-
 /* 4.2.2.2 / 2.5.1: retry while ConfigGeneration changes under the read. */
 int virtio_mmio_cfg_read(struct virtio_mmio *vm, uint32_t off, void *buf, uint32_t len)
 {
@@ -184,7 +165,7 @@ int virtio_mmio_cfg_read(struct virtio_mmio *vm, uint32_t off, void *buf, uint32
 	for (int tries = 0; tries < VIRTIO_MMIO_CFG_RETRIES; tries++) {
 		uint32_t gen = vm_read(vm, VM_CONFIG_GEN);
 
-		virtio_mmio_cfg_field(vm, off, buf, len);
+		virtio_cfg_field(vm->base + VM_CONFIG, off, buf, len);
 		if (gen == vm_read(vm, VM_CONFIG_GEN))
 			return 0;
 	}
@@ -323,3 +304,6 @@ int virtio_mmio_queue_setup(struct virtio_mmio *vm, struct virtq *vq, uint16_t q
 	       vm->notify_data ? " notification_data" : "");
 	return 0;
 }
+
+/* virtio_dev.h's view of this transport. */
+VIRTIO_TRANSPORT_OPS(virtio_mmio, struct virtio_mmio, "mmio");

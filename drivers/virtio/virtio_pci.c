@@ -10,6 +10,8 @@
 #include <string.h>
 #include "kernel/arch.h"
 #include "kernel/kernel.h"
+#include "drivers/virtio/virtio_cfg.h"
+#include "drivers/virtio/virtio_dev.h"
 #include "drivers/virtio/virtio_pci.h"
 
 #define PCI_COMMAND         0x04
@@ -261,31 +263,6 @@ uint16_t virtio_pci_num_queues(struct virtio_pci *vp)
 	return mmio_read16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_NUMQ));
 }
 
-/* One device-configuration field of len bytes. 4.1.3.1: "the driver MUST
- * use 8-bit wide accesses for 8-bit wide fields, 16-bit wide and aligned
- * accesses for 16-bit wide fields and 32-bit wide and aligned accesses for
- * 32-bit and 64-bit wide fields". So len 2, 4 and 8 at a naturally aligned
- * offset are one 16-bit, 32-bit or two 32-bit fields; anything else is an
- * array of bytes (e.g. the MAC). */
-static void virtio_pci_cfg_field(const struct virtio_pci *vp, uint32_t off, uint8_t *out,
-                                 uint32_t len)
-{
-	uintptr_t a = vp->device_cfg + off;
-
-	if (len == 2 && off % 2 == 0) {
-		uint16_t v = mmio_read16(a);
-		memcpy(out, &v, 2);
-	} else if ((len == 4 || len == 8) && off % 4 == 0) {
-		for (uint32_t i = 0; i < len; i += 4) {
-			uint32_t v = mmio_read32(a + i);
-			memcpy(out + i, &v, 4);
-		}
-	} else {
-		for (uint32_t i = 0; i < len; i++)
-			out[i] = mmio_read8(a + i);
-	}
-}
-
 /* 2.5.1 / 4.1.4.3.1: a multi-field read is consistent only if
  * config_generation did not change across it; retry a bounded number of
  * times. Little-endian device fields land in host order (x86). */
@@ -298,7 +275,7 @@ int virtio_pci_cfg_read(struct virtio_pci *vp, uint32_t off, void *buf, uint32_t
 	for (tries = 0; tries < VIRTIO_PCI_CFG_RETRIES; tries++) {
 		uint8_t gen = mmio_read8(virtio_pci_common(vp, VIRTIO_PCI_COMMON_CFGGENERATION));
 
-		virtio_pci_cfg_field(vp, off, buf, len);
+		virtio_cfg_field(vp->device_cfg, off, buf, len);
 		if (gen == mmio_read8(virtio_pci_common(vp, VIRTIO_PCI_COMMON_CFGGENERATION)))
 			return 0;
 	}
@@ -573,3 +550,6 @@ int virtio_pci_queue_setup(struct virtio_pci *vp, struct virtq *vq, uint16_t qid
 	       dev_size, (unsigned long)off, n->data ? " notification_data" : "");
 	return 0;
 }
+
+/* virtio_dev.h's view of this transport. */
+VIRTIO_TRANSPORT_OPS(virtio_pci, struct virtio_pci, "pci");

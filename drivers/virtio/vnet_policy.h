@@ -1,9 +1,11 @@
 /*
  * vnet_policy.h: every compile-time policy of the virtio-net driver, with its
  * default, its validation and the combinations that make no sense. The
- * Makefile sets them from TX_RECLAIM=, TX_KICK=, ... (mk/variants.mk); code
- * uses the VNET_IS_* 0/1 constants below in plain `if`, never `#if`, so
- * every variant type-checks in every build (Linux IS_ENABLED(), lwIP opt.h).
+ * Makefile sets them from TX_RECLAIM=, TX_KICK=, ... (each declared once in
+ * mk/policies.def, which mk/variants.mk reads; tests/cases/test_policies.py
+ * checks this header against it); code uses the VNET_IS_* 0/1 constants
+ * below in plain `if`, never `#if`, so every variant type-checks in every
+ * build (Linux IS_ENABLED(), lwIP opt.h).
  * vnet_variant() prints the choice so two result lines say how they differ.
  */
 #ifndef VNETLAB_VNET_POLICY_H
@@ -12,7 +14,7 @@
 /* ---- TX_RECLAIM: where the one reclaim routine is called ----
  *
  * The 2011 "limit xmit polling" variants, as Michael S. Tsirkin defined them
- * in the RFT mail that started the thread (../shared/seeds, 2011-06-19):
+ * in the RFT mail that started the thread (2011-06-19):
  *
  *   "virtio-net-limit-xmit-polling/base - this is net-next baseline to test against
  *    virtio-net-limit-xmit-polling/v0 - fixes checks on out of capacity

@@ -88,7 +88,13 @@ class Netns:
 
 
 class Backend:
+    """A subclass is a backend: `name` (its spec word), `options` (option ->
+    a tuple of the values it takes, or int) and `help` (one line) are all
+    the matrix needs; CLASSES below registers it."""
+
     name = ""
+    options = {}
+    help = ""
     needs_root = True
     tools = ("ip",)
     host_ip = HOST_IP  # the host peer's address as the guest sees it
@@ -154,6 +160,8 @@ class Backend:
 
 class Tap(Backend):
     name = "tap"
+    options = {"tx": ("bh", "timer"), "packed": ("on", "off")}
+    help = "QEMU's userspace virtio-net on a tap; tx = QEMU's TX batching, packed = offer the packed ring"
 
     def qemu_net(self):
         extra = []
@@ -173,6 +181,8 @@ class Tap(Backend):
 
 class Vhost(Backend):
     name = "vhost"
+    options = {"poll-us": int}
+    help = "the tap with vhost=on, kernel vhost-net; poll-us = host busy-polling"
 
     @classmethod
     def unavailable(cls):
@@ -189,6 +199,7 @@ class Vhost(Backend):
 
 class VhostUser(Backend):
     name = "vhost-user"
+    help = "dpdk-testpmd as a polling vhost-user switch"
     tools = ("ip", "dpdk-testpmd", "unshare", "taskset")
     START_TIMEOUT = 60
 
@@ -268,6 +279,7 @@ class User(Backend):
     Guest servers are reached through hostfwd on 127.0.0.1."""
 
     name = "user"
+    help = "QEMU's slirp, functional checks only"
     needs_root = False
     tools = ()
     host_ip = "10.0.2.2"
@@ -312,6 +324,16 @@ def close_all():
 
 
 CLASSES = {c.name: c for c in (Tap, Vhost, VhostUser, User)}
+
+
+def spec_help():
+    """The backends and their options, for the matrix's help text:
+    tap[:tx=bh|timer][:packed=on|off] (...), vhost[:poll-us=N] (...), ..."""
+    out = []
+    for name, cls in CLASSES.items():
+        opts = "".join(f"[:{k}={'N' if v is int else '|'.join(v)}]" for k, v in cls.options.items())
+        out.append(f"{name}{opts}: {cls.help}")
+    return "; ".join(out)
 
 
 def make(name, spec, opts, pin=""):

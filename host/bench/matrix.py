@@ -16,6 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+import backends
 import idle
 from procs import BenchError
 
@@ -33,13 +34,17 @@ TESTS = {
 TEST_ALIASES = {"rr": "tcp_rr", "stream": "tcp_stream", "maerts": "tcp_maerts"}
 
 # Backend name -> options it accepts (backend specs look like
-# "tap", "tap:tx=timer", "vhost:poll-us=50").
-BACKENDS = {
-    "tap": {"tx": ("bh", "timer"), "packed": ("on", "off")},
-    "vhost": {"poll-us": int},
-    "vhost-user": {},
-    "user": {},
-}
+# "tap", "tap:tx=timer", "vhost:poll-us=50"): declared by each backend
+# class (backends.py), which is the one registry.
+BACKENDS = {name: cls.options for name, cls in backends.CLASSES.items()}
+
+# Guest pairs (pairs.py): the tests two guests can run against each
+# other, and the switches between them.
+PAIR_TESTS = ("tcp_rr", "udp_rr", "tcp_stream", "tcp_maerts")
+SWITCHES = ("bridge", "testpmd")
+# With `pairs`, these defaults replace the single-guest ones (a key the
+# matrix gives still wins).
+PAIR_DEFAULTS = {"seconds": "5", "rr.instances": "1", "stream.sizes": "16K", "stream.instances": "1"}
 
 # Harness machine name -> host/qemu-run.sh --machine value.
 MACHINES = {"pc": "pc", "q35": "q35", "microvm": "microvm", "microvm-noacpi": "microvm,acpi=off"}
@@ -48,8 +53,10 @@ MACHINES = {"pc": "pc", "q35": "q35", "microvm": "microvm", "microvm-noacpi": "m
 KEYS = {
     "variants": ("", "variant names (from the variants makefile or defined with `variant NAME = VARS`)"),
     "tests": ("tcp_rr,tcp_stream", "tests: " + ", ".join(TESTS) + " (aliases rr, stream, maerts; netperf's TCP_RR etc. too)"),
-    "backends": ("tap", "backends: tap[:tx=bh|timer][:packed=on|off], vhost[:poll-us=N], vhost-user, user"),
+    "backends": ("tap", "backends: " + backends.spec_help()),
     "guests": ("vnetlab", "guests whose results form columns: vnetlab (one column per variant), linux (a stock Debian kernel serving stock sockperf/iperf; needs rr.role/stream.role=server), linux:T+T... (with tunings busypoll, idlepoll, nomitig, sockperf-bp, or best = all), loopback (no guest: the host peer against the same stock server on the namespace's loopback)"),
+    "pairs": ("", "guest pairs CLIENT>SERVER, each side linux or a variant name (default, a mk/variants.mk name, or a `variant`): two guests run against each other through a switch instead of one guest against host peers (pairs.py); columns = pairs, tests " + ", ".join(PAIR_TESTS) + "; defaults then " + ", ".join(f"{k}={v}" for k, v in PAIR_DEFAULTS.items())),
+    "switches": ("bridge", "with pairs: the switches between the two guests, a table each: bridge (a Linux bridge, one tap per guest), testpmd (dpdk-testpmd between two vhost-user ports)"),
     "repetitions": ("3", "repetitions of every configuration"),
     "seconds": ("10", "measured seconds per run"),
     "warmup": ("1", "guest warm-up seconds before measuring"),
@@ -203,16 +210,28 @@ class Matrix:
     def __init__(self, settings, variant_defs, resolve_variant, guests_known, known_text="default"):
         """resolve_variant(name) -> make variables of a named variant or None."""
         s = {k: v[0] for k, v in KEYS.items()}
-        s.update({k: v for k, v in settings.items() if v is not None})
+        given = {k: v for k, v in settings.items() if v is not None}
+        if split_list(given.get("pairs", "")):
+            s.update(PAIR_DEFAULTS)
+        s.update(given)
         self.raw = s
         self.variant_defs = dict(variant_defs)
         self._validate(resolve_variant, guests_known, known_text)
 
     def _validate(self, resolve_variant, guests_known, known_text):
         s = self.raw
+        # Pairs: their appliance sides are the variants to build.
+        self.pairs = split_list(s["pairs"])
+        for pair in self.pairs:
+            if pair.count(">") != 1 or not all(pair.split(">")):
+                raise BenchError(f"bad pair '{pair}' (CLIENT>SERVER, each linux or a variant name)")
+        if len(set(self.pairs)) != len(self.pairs):
+            raise BenchError(f"pair listed twice in '{s['pairs']}'")
         # Variants: named in the variants makefile or defined inline.
         self.variants = split_list(s["variants"])
-        if not self.variants:
+        if self.pairs:
+            self.variants = list(dict.fromkeys(x for p in self.pairs for x in p.split(">") if x != "linux"))
+        elif not self.variants:
             self.variants = list(self.variant_defs) or ["default"]
         table = dict(self.variant_defs)
         for v in self.variants:
@@ -231,6 +250,8 @@ class Matrix:
         if len(set(self.variants)) != len(self.variants):
             raise BenchError(f"variant listed twice in '{s['variants']}'")
         self.variant_vars = {v: table[v] for v in self.variants}
+        if s.get("idle") and self.pairs:
+            raise BenchError("the idle axis is for single-guest matrices: define idle variants for pairs with `variant`")
         if s.get("idle"):
             self.variants, self.variant_vars = idle.expand(self.variants, self.variant_vars,
                                                            idle.parse(split_list(s["idle"])))
@@ -246,11 +267,22 @@ class Matrix:
         if not self.tests:
             raise BenchError("no tests given (--tests tcp_rr,tcp_stream,...)")
 
-        self.backends = [self._backend(b) for b in split_list(s["backends"])]
-        if not self.backends:
+        self.switches = split_list(s["switches"])
+        for sw in self.switches:
+            if sw not in SWITCHES:
+                raise BenchError(f"unknown switch '{sw}' (known: {', '.join(SWITCHES)})")
+        if self.pairs:
+            bad = [t for t in self.tests if t not in PAIR_TESTS]
+            if bad:
+                raise BenchError(f"test(s) {', '.join(bad)} do not run between guests (pairs: {', '.join(PAIR_TESTS)})")
+            if not self.switches:
+                raise BenchError("pairs need a switch (--switches bridge|testpmd)")
+
+        self.backends = [] if self.pairs else [self._backend(b) for b in split_list(s["backends"])]
+        if not self.backends and not self.pairs:
             raise BenchError("no backend given (--backends tap|vhost|vhost-user|user)")
 
-        self.guests = split_list(s["guests"])
+        self.guests = [] if self.pairs else split_list(s["guests"])
         for g in self.guests:
             # A kind may take tunings after a colon (guests.py: linux:busypoll+idlepoll).
             if g.split(":", 1)[0] not in guests_known:
@@ -306,6 +338,15 @@ class Matrix:
             raise BenchError("the stock Linux guest runs on pc and q35 only (its virtio-net is PCI): "
                              "drop microvm from machine or linux from guests")
         self.machine = self.machines[0]
+        if self.pairs:
+            if self.machines != ["pc"]:
+                raise BenchError("pairs run on machine pc only")
+            if self.accels != ["auto"]:
+                raise BenchError("pairs pick their accelerator themselves (accel auto only)")
+            if any(q != r for q, r in self.rr_sizes):
+                raise BenchError("pairs: rr.sizes must be N/N (both sides send rr size bytes)")
+            if self.stream_instances != [1] or self.rr_mps != [0]:
+                raise BenchError("pairs: one stream per pair (stream.instances=1) and closed-loop RR (no rr.mps)")
         self.pin = {}
         for who in ("qemu", "peer", "backend"):
             v = str(s[f"pin.{who}"]).strip()
@@ -320,6 +361,8 @@ class Matrix:
         self.run_timeout = int(s["run_timeout"]) if str(s["run_timeout"]).strip() else self.seconds + self.warmup + 60
 
         self.columns = [(g, v) for g in self.guests for v in (self.variants if g == "vnetlab" else [g])]
+        if self.pairs:
+            self.columns = [("pair", p) for p in self.pairs]
         clash = [v for v in self.variants if v in self.guests and v != "vnetlab"] if "vnetlab" in self.guests else []
         if clash:
             raise BenchError(f"variant name(s) {', '.join(clash)} are also guest names and would share a column: rename the variant")
@@ -330,7 +373,7 @@ class Matrix:
         self.baseline = base
 
     def column_name(self, guest, variant, machine=None, accel=None):
-        name = variant if guest == "vnetlab" else guest
+        name = variant if guest in ("vnetlab", "pair") else guest
         if machine and len(getattr(self, "machines", ())) > 1:
             name += "@" + machine
         if accel and len(getattr(self, "accels", ())) > 1:
@@ -378,6 +421,12 @@ class Matrix:
     def configs(self, test):
         """Parameter dicts of one test, in table order."""
         kind = TESTS[test]["kind"]
+        if self.pairs:
+            # pairs.py: one size both ways (size), the client's instances and burst
+            if kind == "rr":
+                return [dict(size=q, req=q, resp=q, instances=i, burst=b, seconds=self.seconds)
+                        for (q, _r) in self.rr_sizes for b in self.rr_burst for i in self.rr_instances]
+            return [dict(msg=m, instances=1, seconds=self.seconds) for m in self.stream_sizes]
         if kind == "rr":
             return [
                 dict(req=q, resp=r, instances=i, burst=b, seconds=self.seconds, **({"mps": mps} if mps else {}))
@@ -398,6 +447,15 @@ class Matrix:
         """Every run, repetition-major so that slow drifts of the host are
         spread over all columns instead of landing on one."""
         out = []
+        if self.pairs:
+            for rep in range(self.repetitions):
+                for sw in self.switches:
+                    for test in self.tests:
+                        for params in self.configs(test):
+                            for pair in self.pairs:
+                                out.append(Run(len(out), "pair", pair, test, sw, dict(params), rep, pair,
+                                               machine="pc"))
+            return out
         for rep in range(self.repetitions):
             for spec, _name, _opts in self.backends:
                 for test in self.tests:
@@ -423,6 +481,8 @@ class Matrix:
             "tests": self.tests,
             "backends": [b[0] for b in self.backends],
             "guests": self.guests,
+            "pairs": self.pairs,
+            "switches": self.switches if self.pairs else [],
             "repetitions": self.repetitions,
             "seconds": self.seconds,
             "warmup": self.warmup,

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""pairs.py: guest-to-guest runs -- two guests on one host, one the client,
-one the server, and nothing of the host's in the data path but the switch
-(the 2011 testers' "local guest-to-guest" rows).
+"""pairs.py: the guest-pair run kind of the matrix -- two guests on one
+host, one the client, one the server, and nothing of the host's in the
+data path but the switch (the 2011 testers' "local guest-to-guest" rows).
 
-    host/bench/pairs.py [--matrix host/bench/matrices/pairs.txt] [--pairs P,...]
-        [--tests tcp_rr,udp_rr,tcp_stream,tcp_maerts] [--switches bridge,testpmd]
-        [--rr-instances N] [--rr-burst N]
-        [--seconds N] [--warmup N] [--repetitions N] [--out DIR]
-    make bench BENCH_ARGS=... is the single-guest harness; this is its pair
-    counterpart, sharing its pieces (procs, cpu, variants, guests).
+    host/bench/vnetbench.py --matrix host/bench/matrices/pairs.txt
+    host/bench/vnetbench.py --pairs 'base>v2,linux>linux' [--tests tcp_rr,udp_rr,tcp_stream,tcp_maerts]
+        [--switches bridge,testpmd] [--rr-instances N] [--rr-burst N] [--seconds N] ...
+
+A matrix with a `pairs` key (matrix.py) runs pairs instead of one guest
+against host peers; parse, the run loop, results.jsonl and the report are
+the matrix's (vnetbench.py), runs.execute() hands a pair run to execute()
+below, and the report gains the pair table (report_section()).
 
 A pair is CLIENT>SERVER; each side is `linux` (the stock Debian guest of
 host/linux-guest/: stock sockperf/iperf, as server or, with
@@ -41,31 +43,29 @@ figures (trans/s and latency, or Mbit/s), host CPU over the client's
 measured interval, and both guests' counters: the appliance's kicks,
 TX reclaim calls and frames per transaction (its RESULT, measured
 interval), the Linux guest's frames and virtio interrupts (its RESULT,
-whole run). Results: DIR/pairs.jsonl and DIR/report.md.
+whole run).
 """
 
-import argparse
 import json
 import os
 import re
 import shutil
-import signal
 import statistics
-import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+import backends
+import cpu
+import guests
+import peers
+import procs
+import runs
+import variants
+from matrix import PAIR_TESTS as TESTS
+from matrix import SWITCHES
+from procs import BenchError, Proc
 
-import backends  # noqa: E402
-import cpu  # noqa: E402
-import guests  # noqa: E402
-import peers  # noqa: E402
-import procs  # noqa: E402
-import runs  # noqa: E402
-import variants  # noqa: E402
-from procs import BenchError, Proc  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 TOP = os.path.dirname(os.path.dirname(HERE))
 QEMU_RUN = os.path.join(TOP, "host", "qemu-run.sh")
@@ -75,12 +75,6 @@ CLIENT_IP = "10.77.0.3"
 PREFIX = 24
 MACS = {"server": "52:54:00:12:34:56", "client": "52:54:00:12:34:57"}
 TAPS = {"server": "vnptap0", "client": "vnptap1"}
-TESTS = ("tcp_rr", "udp_rr", "tcp_stream", "tcp_maerts")
-SWITCHES = ("bridge", "testpmd")
-
-DEFAULTS = {"pairs": "default>default", "tests": "tcp_rr tcp_stream", "switches": "bridge", "seconds": "5",
-            "warmup": "1", "repetitions": "3", "rr.size": "256", "rr.instances": "1", "rr.burst": "1",
-            "stream.msg": "16K"}
 
 
 # ---- the switch between the two guests ----
@@ -399,29 +393,44 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
     return row
 
 
-# ---- matrix, report ----
+# ---- the matrix's pair run kind ----
 
-def parse_matrix(path):
-    settings, defs = dict(DEFAULTS), {}
-    if path:
-        for n, line in enumerate(open(path).read().splitlines(), 1):
-            line = line.split("#", 1)[0].strip()
-            if not line:
+class Sides:
+    """Stands for the guests of a pair matrix: prepare() builds every side
+    once (each appliance variant with variants.build(), the Linux guest with
+    host/linux-guest/build.sh)."""
+
+    def __init__(self, m, log):
+        self.m = m
+        self.log = log
+        self.kernels = {}
+
+    def prepare(self):
+        sides = {x for p in self.m.pairs for x in p.split(">")}
+        for s in sorted(sides):
+            if s == "linux":
+                r = procs.run([guests.LINUX_BUILD], timeout=1200, check=False)
+                if r.returncode:
+                    raise BenchError(f"host/linux-guest/build.sh failed:\n{(r.stdout + r.stderr)[-1500:]}")
                 continue
-            m = re.fullmatch(r"variant\s+([A-Za-z0-9_.-]+)\s*=\s*(.*)", line)
-            if m:
-                defs[m.group(1)] = m.group(2).strip()
-                continue
-            m = re.fullmatch(r"([a-z_.]+)\s*=\s*(.*)", line)
-            if not m or m.group(1) not in DEFAULTS:
-                raise BenchError(f"{path}:{n}: expected `variant NAME = VARS` or one of {', '.join(DEFAULTS)} = ...")
-            settings[m.group(1)] = m.group(2).strip()
-    return settings, defs
+            vars_text = self.m.variant_vars[s]
+            self.kernels[s] = variants.build(s, vars_text, self.log)
+            if variants.is_packed(vars_text):
+                PACKED_KERNELS.add(self.kernels[s])
 
 
-def words(v):
-    return [x for x in re.split(r"[,\s]+", str(v).strip()) if x]
+def execute_run(run, m, sides, logdir):
+    """One pair run of the matrix (runs.execute() calls it): the matrix's
+    row fields, then the pair's."""
+    row = runs.base_row(run, m)
+    row["role"] = "pair"
+    t0 = time.monotonic()
+    row.update(execute(run.variant, run.test, run.backend, run.params, m.warmup, sides.kernels, logdir, run.index))
+    row["wall_s"] = round(time.monotonic() - t0, 2)
+    return row
 
+
+# ---- report ----
 
 def fmt(v, unit=""):
     if v is None:
@@ -429,11 +438,15 @@ def fmt(v, unit=""):
     return f"{v:,.0f}{unit}" if abs(v) >= 100 else f"{v:,.2f}{unit}"
 
 
-def report(rows, out, meta):
-    L = [f"# guest pairs {meta.get('date') or time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
-         f"- command: `{meta['command']}`", f"- accelerator: {meta['accel']} (TCG latencies are not KVM latencies)",
-         f"- {meta['seconds']} s measured per run after {meta['warmup']} s warm-up, {meta['repetitions']} repetitions;"
-         " cells are median (min-max) n", ""]
+def report_section(rows):
+    """The pair tables of report.md: per test and switch, a row per pair
+    with both guests' counters per transaction (the matrix's own tables
+    above them have the figures with their spread and comparison)."""
+    rows = [r for r in rows if r.get("pair")]
+    if not rows:
+        return []
+    L = ["# Guest pairs: both sides' counters", "",
+         "Cells are median (min-max) n over the repetitions.", ""]
     for test in TESTS:
         for sw in SWITCHES:
             rs = [r for r in rows if r["test"] == test and r["switch"] == sw]
@@ -477,110 +490,4 @@ def report(rows, out, meta):
           "transaction count, and so are its interrupts when its build has an idle policy that takes them (RESULT "
           "irqs_rx + irqs_tx; a polling build has none); a Linux guest's virtio interrupts (/proc/interrupts) "
           "cover its whole run.", ""]
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write("\n".join(L))
-
-
-def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--matrix")
-    for k in DEFAULTS:
-        ap.add_argument("--" + k.replace(".", "-"), dest=k.replace(".", "_"))
-    ap.add_argument("--out")
-    ap.add_argument("--rereport", metavar="DIR", help="rewrite DIR/report.md from DIR/pairs.jsonl")
-    a = ap.parse_args(argv)
-    if a.rereport:
-        rows = [json.loads(line) for line in open(os.path.join(a.rereport, "pairs.jsonl"))]
-        for r in rows:
-            if r["status"] == "ok":
-                per_pair_txn(r)
-        meta = json.load(open(os.path.join(a.rereport, "meta.json")))
-        report(rows, a.rereport, meta)
-        return 0
-    settings, defs = parse_matrix(a.matrix)
-    for k in DEFAULTS:
-        v = getattr(a, k.replace(".", "_"))
-        if v is not None:
-            settings[k] = v
-    if os.geteuid() != 0:
-        raise BenchError("pairs need root (a network namespace with a bridge and taps)")
-    pairs = words(settings["pairs"])
-    tests = words(settings["tests"])
-    switches = words(settings["switches"])
-    for t in tests:
-        if t not in TESTS:
-            raise BenchError(f"unknown pair test '{t}' (known: {', '.join(TESTS)})")
-    for s in switches:
-        if s not in SWITCHES:
-            raise BenchError(f"unknown switch '{s}' (known: {', '.join(SWITCHES)})")
-    p = {"seconds": int(settings["seconds"]), "size": int(settings["rr.size"]),
-         "instances": int(settings["rr.instances"]), "burst": int(settings["rr.burst"]),
-         "msg": peers_size(settings["stream.msg"])}
-    warmup, reps = int(settings["warmup"]), int(settings["repetitions"])
-    sides = set()
-    for pair in pairs:
-        if pair.count(">") != 1:
-            raise BenchError(f"bad pair '{pair}' (CLIENT>SERVER, each linux or a variant name)")
-        sides.update(pair.split(">"))
-    kernels = {}
-    log = lambda s: print(f"pairs: {s}", flush=True)  # noqa: E731
-    for s in sorted(sides):
-        if s == "linux":
-            r = procs.run([guests.LINUX_BUILD], timeout=1200, check=False)
-            if r.returncode:
-                raise BenchError(f"host/linux-guest/build.sh failed:\n{(r.stdout + r.stderr)[-1500:]}")
-            continue
-        vars_text = defs.get(s, variants.resolve(s))
-        if vars_text is None:
-            raise BenchError(f"pair side '{s}': not linux, default, a mk/variants.mk name or a `variant` in the matrix")
-        kernels[s] = variants.build(s, vars_text, log)
-        if variants.is_packed(vars_text):
-            PACKED_KERNELS.add(kernels[s])
-    out = a.out or os.path.join(TOP, "results", "pairs-" + time.strftime("%Y%m%d-%H%M%S"))
-    logdir = os.path.join(out, "logs")
-    os.makedirs(logdir, exist_ok=True)
-    rows = []
-    plan = [(rep, sw, t, pair) for rep in range(reps) for sw in switches for t in tests for pair in pairs]
-
-    def on_signal(sig, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_signal)
-    try:
-        for i, (rep, sw, t, pair) in enumerate(plan):
-            row = execute(pair, t, sw, p, warmup, kernels, logdir, i)
-            row["rep"] = rep
-            rows.append(row)
-            what = (f"{fmt(row.get('tps'))} trans/s" if "rr" in t else f"{fmt(row.get('mbps'))} Mbit/s") \
-                if row["status"] == "ok" else f"FAILED: {row['error']}"
-            log(f"[{i + 1}/{len(plan)}] {t} {pair} {sw} rep {rep + 1}: {what}")
-    except KeyboardInterrupt:
-        log("interrupted: report of the finished runs follows")
-    finally:
-        procs.stop_all()
-        backends.close_all()
-    with open(os.path.join(out, "pairs.jsonl"), "w") as f:
-        f.writelines(json.dumps(r) + "\n" for r in rows)
-    meta = {"command": "host/bench/pairs.py " + " ".join(argv), "accel": guests.pick_accel("auto"),
-            "seconds": p["seconds"], "warmup": warmup, "repetitions": reps,
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    with open(os.path.join(out, "meta.json"), "w") as f:
-        json.dump(meta, f)
-    report(rows, out, meta)
-    log(f"report {out}/report.md ({sum(r['status'] == 'ok' for r in rows)} ok of {len(rows)})")
-    return 0 if rows and all(r["status"] == "ok" for r in rows) else 1
-
-
-def peers_size(s):
-    m = re.fullmatch(r"(\d+)([kK]?)", str(s))
-    if not m:
-        raise BenchError(f"bad size '{s}'")
-    return int(m.group(1)) * (1024 if m.group(2) else 1)
-
-
-if __name__ == "__main__":
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except BenchError as e:
-        print(f"pairs: error: {e}", file=sys.stderr)
-        sys.exit(2)
+    return L

@@ -178,7 +178,12 @@ def write_log(path, boot, peer, backend_proc):
 
 def execute(run, m, guest, logdir):
     """Run one configuration; always returns a row, never leaves anything
-    running."""
+    running. The run kinds: one guest against host peers (below), or a
+    guest pair (run.guest "pair": pairs.execute_run(), guest its Sides)."""
+    if run.guest == "pair":
+        import pairs  # pairs imports this module
+
+        return pairs.execute_run(run, m, guest, logdir)
     row = base_row(run, m)
     name, opts = m.backend_opts(run.backend)
     backend = backends.make(name, run.backend, opts, m.pin.get("backend", ""))

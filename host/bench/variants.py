@@ -5,10 +5,10 @@ A variant is a set of make variables (TX_RECLAIM=v2 TX_KICK=burst ...,
 mk/variants.mk turns them into drivers/virtio/vnet_policy.h's macros).
 `default` is the build with no variables; a name in the makefile's scheme
 (base-every-ei1-eager-inline-zc1: reclaim, kick, event index, avail
-publication, header, zero copy, then optional -off_none|-off_csum|-off_tso
-(OFFLOAD=; without one the default level, lro), -mrg, -nd, -packed
-(RING=packed)) means its variables; a matrix file can define more under any name (`variant NAME =
-VARS`). Each is built with
+publication, header, zero copy, then optional -off_LEVEL, -mrg, -nd,
+-idle_POLICY, -relax_pause, -rxcN, -packed: mk/policies.def's WORD column,
+which make reads too) means its variables; a matrix file can define more
+under any name (`variant NAME = VARS`). Each is built with
 
     make O=build/variants/NAME VARS... pvh
 
@@ -19,65 +19,134 @@ make invocation that does nothing.
 import fcntl
 import os
 import re
+import sys
 import time
 
 import procs
 from procs import BenchError
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VARIANTS_MK = os.path.join(TOP, "mk", "variants.mk")
 BUILD_TIMEOUT = 900
 
-# Policy make variables, used when the variants makefile cannot be read.
-FALLBACK_VARS = ("TX_RECLAIM", "TX_KICK", "EVENT_IDX", "AVAIL_PUBLISH", "TXHDR", "ZEROCOPY",
-                 "RECLAIM_K", "LAZY_THRESH", "KICK_BURST_MAX", "KICK_TIMER_US", "QUEUE_MAX", "MRG_RXBUF",
-                 "OFFLOAD", "NOTIFICATION_DATA")
+POLICIES_DEF = os.path.join(TOP, "mk", "policies.def")
 
 
-def _mk_text():
-    try:
-        return open(VARIANTS_MK).read()
-    except OSError:
-        return ""
+class Policy:
+    """One line of mk/policies.def: POLICY.VAR := MACRO VALUES DEFAULT WORD KEY HELP."""
+
+    def __init__(self, var, fields):
+        self.var = var
+        self.macro, values, self.default, self.word, self.key = fields[:5]
+        self.help = " ".join(fields[5:])
+        # choices: [(make word, C value)], in declaration order; empty for a number
+        self.choices = [tuple(c.split("=", 1)) for c in values.split(",")] if "=" in values else []
+        self.range = None if self.choices else values
+
+    def words(self):
+        return [w for w, _ in self.choices]
+
+    def accepts(self, value):
+        return value in self.words() if self.choices else re.fullmatch(r"\d+", value) is not None
+
+    def name_pattern(self):
+        """(kind, pattern) of the variant-name word: ("pos"|"opt", "ei%" or "mrg=1"), or None."""
+        if self.word == "-":
+            return None
+        kind, pat = self.word.split(":", 1)
+        return kind, pat
+
+
+def policies():
+    """The policies mk/policies.def declares, in its order."""
+    out = []
+    with open(POLICIES_DEF) as f:
+        for line in f:
+            m = re.match(r"^POLICY\.([A-Z][A-Z0-9_]*)\s*:=\s*(.*)$", line)
+            if m:
+                out.append(Policy(m.group(1), m.group(2).split()))
+    if not out:
+        raise BenchError(f"{POLICIES_DEF} declares no policy")
+    return out
 
 
 def policy_vars():
-    """Make variables a variant may set: those mk/variants.mk turns into
-    -D flags (`ifdef VAR` blocks and `$(if $(VAR),-D...)` numbers)."""
-    text = _mk_text()
-    found = set(re.findall(r"^ifdef ([A-Z][A-Z0-9_]*)", text, re.M))
-    found |= set(re.findall(r"\$\(if \$\(([A-Z][A-Z0-9_]*)\),-D", text))
-    return sorted(found) if found else list(FALLBACK_VARS)
+    """Make variables a variant may set (mk/policies.def)."""
+    return sorted(p.var for p in policies())
 
 
-def _mk_list(name, default):
-    m = re.search(rf"^{name}\s*:?=\s*(.*)$", _mk_text(), re.M)
-    return m.group(1).split() if m else list(default)
+def _pattern_value(pat, word):
+    """The value a name word spells under pattern pat ('ei%', '%', 'mrg=1'), or None."""
+    if "=" in pat:
+        w, v = pat.split("=", 1)
+        return v if word == w else None
+    pre, post = pat.split("%", 1)
+    if len(word) > len(pre) + len(post) and word.startswith(pre) and word.endswith(post):
+        return word[len(pre):len(word) - len(post)]
+    return None
 
 
-SCHEME = "RECLAIM-KICK-ei0|1-eager|batched-inline|chain-zc0|1[-off_none|-off_csum|-off_tso][-mrg][-nd][-packed]"
+def scheme():
+    """The variant-name scheme, e.g. RECLAIM-KICK-ei0|1-...[-off_...][-mrg]..."""
+    pols = policies()
+    pos, opt = [], []
+    for p in pols:
+        np = p.name_pattern()
+        if not np:
+            continue
+        kind, pat = np
+        if "=" in pat:
+            text = pat.split("=", 1)[0]
+        else:
+            vals = "|".join(w for w in p.words() if w != "before") if p.choices else "N"
+            text = pat.replace("%", vals if len(p.choices) < 5 else p.var)
+        (pos if kind == "pos" else opt).append(text)
+    return "-".join(pos) + "".join(f"[-{o}]" for o in opt)
 
 
 def from_scheme(name):
-    """Make variables of a name in mk/variants.mk's scheme, e.g.
-    base-every-ei1-eager-inline-zc1 (-off_LEVEL, -mrg, -nd, -packed optional), or None."""
-    reclaims = "|".join(_mk_list("VARIANT_RECLAIMS", ("base", "v0", "v1", "v2", "v3", "after", "lazy", "poll")))
-    kicks = "|".join(_mk_list("VARIANT_KICKS", ("every", "burst", "deferred", "timer")))
-    m = re.fullmatch(rf"({reclaims})-({kicks})-ei([01])-(eager|batched)-(inline|chain)-zc([01])((?:-off_none|-off_csum|-off_tso|-mrg|-nd|-packed)*)", name)
-    if not m:
+    """Make variables of a name in mk/variants.mk's scheme (mk/policies.def's
+    WORD column), e.g. base-every-ei1-eager-inline-zc1-idle_halt-rxc64, or
+    None if the name is not one."""
+    pols = policies()
+    pos = [p for p in pols if p.name_pattern() and p.name_pattern()[0] == "pos"]
+    opt = [p for p in pols if p.name_pattern() and p.name_pattern()[0] == "opt"]
+    words = name.split("-")
+    if len(words) < len(pos):
         return None
-    out = [f"TX_RECLAIM={m.group(1)}", f"TX_KICK={m.group(2)}", f"EVENT_IDX={m.group(3)}",
-           f"AVAIL_PUBLISH={m.group(4)}", f"TXHDR={m.group(5)}", f"ZEROCOPY={m.group(6)}"]
-    extra = m.group(7).split("-")[1:]
-    for flag in extra:
-        if flag.startswith("off_"):
-            out.append(f"OFFLOAD={flag[4:]}")
-    for flag, var in (("mrg", "MRG_RXBUF"), ("nd", "NOTIFICATION_DATA")):
-        if flag in extra:
-            out.append(f"{var}=1")
-    if "packed" in extra:
-        out.append("RING=packed")
-    return " ".join(out)
+    values = {}
+    for p, w in zip(pos, words):
+        v = _pattern_value(p.name_pattern()[1], w)
+        if v is None or not p.accepts(v):
+            return None
+        values[p.var] = v
+    for w in words[len(pos):]:
+        for p in opt:
+            v = _pattern_value(p.name_pattern()[1], w)
+            if v is not None and p.accepts(v) and p.var not in values:
+                values[p.var] = v
+                break
+        else:
+            return None
+    return " ".join(f"{p.var}={values[p.var]}" for p in pols if p.var in values)
+
+
+def policy_table():
+    """The policy table of docs/policies.md (markdown), from mk/policies.def."""
+    rows = ["| variable | values | default | name word (`%`: the value) | what changes |",
+            "| --- | --- | --- | --- | --- |"]
+    pos = 0
+    for p in policies():
+        vals = ", ".join(f"`{w}`" for w in p.words()) if p.choices else f"`{p.range}`"
+        np = p.name_pattern()
+        if np is None:
+            word = ""
+        elif np[0] == "pos":
+            pos += 1
+            word = f"word {pos}: `{np[1]}`"
+        else:
+            word = f"`-{np[1].split('=', 1)[0]}`"
+        rows.append(f"| `{p.var}` | {vals} | `{p.default}` | {word} | {p.help} |")
+    return "\n".join(rows)
 
 
 def is_packed(vars_text):
@@ -105,7 +174,7 @@ def resolve(name):
 
 
 def known_description():
-    return f"default, or a name in mk/variants.mk's scheme {SCHEME} (e.g. base-every-ei1-eager-inline-zc1)"
+    return f"default, or a name in mk/variants.mk's scheme {scheme()} (e.g. base-every-ei1-eager-inline-zc1)"
 
 
 def parse_vars(name, text):
@@ -155,3 +224,11 @@ def build(name, vars_text, log):
     if not os.path.isfile(elf):
         raise BenchError(f"variant {name}: make succeeded but {elf} is missing")
     return elf
+
+
+if __name__ == "__main__":
+    # python3 host/bench/variants.py --table: the policy table for the docs.
+    if sys.argv[1:] == ["--table"]:
+        print(policy_table())
+    else:
+        sys.exit("usage: variants.py --table")

@@ -23,6 +23,9 @@ Examples:
     host/bench/vnetbench.py --variants default,kick_burst --tests tcp_rr \\
         --rr-instances 1,25 --backends tap,tap:tx=timer --repetitions 3
 
+    host/bench/vnetbench.py --matrix host/bench/matrices/pairs.txt
+        # guest pairs: two guests against each other (pairs.py)
+
     host/bench/vnetbench.py compare OLD NEW [--metric tps] [--min-change 2]
         # two results folders side by side; exit 1 on a significant
         # regression (host/bench/compare.py)
@@ -75,6 +78,7 @@ import backends  # noqa: E402
 import cpu  # noqa: E402
 import guests  # noqa: E402
 import matrix as matrix_mod  # noqa: E402
+import pairs  # noqa: E402
 import peers  # noqa: E402
 import plots  # noqa: E402
 import procs  # noqa: E402
@@ -194,7 +198,7 @@ def main(argv):
             return rereport(a.rereport, settings.get("baseline"))
         guest_names = list(guests.KINDS)
         m = matrix_mod.Matrix(settings, defs, variants.resolve, guest_names, variants.known_description())
-        if "vnetlab" in m.guests:
+        if "vnetlab" in m.guests or m.pairs:
             for v in m.variants:
                 variants.parse_vars(v, m.variant_vars[v])
         # Both roles face stock sockperf.
@@ -224,7 +228,11 @@ def main(argv):
                 print(f"vnetbench: backend {spec} skipped: {why}", flush=True)
                 continue
             cls(spec, opts).check()
-        procs.require_tools(peers.tools_for(m.tests, runs.roles(m)))
+        if m.pairs:
+            if os.geteuid() != 0:
+                raise BenchError("pairs need root (a network namespace with a bridge and taps)")
+        else:
+            procs.require_tools(peers.tools_for(m.tests, runs.roles(m)))
         if any(m.pin.values()):
             procs.require_tools(["taskset"])
     except BenchError as e:
@@ -282,8 +290,12 @@ def main(argv):
     jsonl = os.path.join(out, "results.jsonl")
     try:
         kinds = {}
+        say = (lambda s: None) if a.quiet else (lambda s: print(f"vnetbench: {s}", flush=True))
+        if m.pairs:
+            kinds["pair"] = pairs.Sides(m, say)
+            kinds["pair"].prepare()
         for g in m.guests:
-            kinds[g] = guests.make(g, m, (lambda s: None) if a.quiet else (lambda s: print(f"vnetbench: {s}", flush=True)))
+            kinds[g] = guests.make(g, m, say)
             kinds[g].prepare()
             describe = getattr(kinds[g], "describe", None)
             if describe:
@@ -351,6 +363,10 @@ def write_results(out, rows, columns, baseline, meta):
         records, cols = report.summarise(rows, columns, baseline)
         files = plots.plot_all(records, cols, out)
         report.write_all(out, rows, columns, baseline, meta, files)
+        section = pairs.report_section(rows)
+        if section:
+            with open(os.path.join(out, "report.md"), "a") as f:
+                f.write("\n" + "\n".join(section))
         print(f"vnetbench: report {os.path.join(out, 'report.md')} ({meta['runs_ok']} ok, "
               f"{meta['runs_error']} failed, {meta['runs_skipped']} skipped; {len(files)} plots)", flush=True)
     finally:
@@ -371,7 +387,7 @@ def rereport(out, baseline):
             saved = json.load(f)
         meta = saved.get("meta", {})
         mx = saved.get("matrix", {})
-        columns = list(mx.get("variants", {})) + [g for g in mx.get("guests", []) if g != "vnetlab"]
+        columns = mx.get("pairs") or (list(mx.get("variants", {})) + [g for g in mx.get("guests", []) if g != "vnetlab"])
         baseline = baseline or mx.get("baseline")
     except (OSError, ValueError):
         pass

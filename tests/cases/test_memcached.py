@@ -63,13 +63,13 @@ def check_result(r, min_txn):
 
 
 def test_parser_and_store_unit(t):
-    """tests/memcached/test_mc_unit.c on the host (ASan + UBSan): the parser
+    """tests/unit/test_mc_unit.c on the host (ASan + UBSan): the parser
     fed in pieces of every size, expiry on a fake clock, back-pressure with
     a small send buffer, eviction next to a reply in progress."""
     exe = os.path.join(BUILD, "mc_unit", "test_mc_unit")
     os.makedirs(os.path.dirname(exe), exist_ok=True)
     cc = ["gcc", "-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
-          "-fno-sanitize-recover=all", "-I", TOP, os.path.join(TOP, "tests", "memcached", "test_mc_unit.c"),
+          "-fno-sanitize-recover=all", "-I", TOP, os.path.join(TOP, "tests", "unit", "test_mc_unit.c"),
           os.path.join(TOP, "apps", "memcached_proto.c"), os.path.join(TOP, "apps", "memcached_store.c"), "-o", exe]
     r = subprocess.run(cc, capture_output=True, text=True, timeout=120)
     if r.returncode:
@@ -235,7 +235,6 @@ def test_bench_matrices_expand(t):
     the runs the README tables were measured with (no QEMU)."""
     import guests
     import matrix
-    import pairs
     import variants
 
     s, defs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "memcached.txt"))
@@ -254,10 +253,16 @@ def test_bench_matrices_expand(t):
     titles = sorted(report.group_title(k) for k in keys)
     if len(keys) != 2 or not titles[1].endswith("memcaslap -T 8 -- backend tap"):
         raise Fail(f"memcaslap -T 2 and -T 8 must be two tables, report says {titles}")
-    ps, pdefs = pairs.parse_matrix(os.path.join(TOP, "host", "bench", "matrices", "pairs.txt"))
-    sides = {x for p in pairs.words(ps["pairs"]) for x in p.split(">")}
-    if sides != {"default", "base", "v2", "linux"} or set(pdefs) != {"base", "v2"}:
-        raise Fail(f"matrices/pairs.txt: sides {sides}, variants {pdefs}")
+    # pairs.txt: the matrix's pairs mode, its sides the variants to build.
+    ps, pdefs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "pairs.txt"))
+    pm = matrix.Matrix(ps, pdefs, variants.resolve, list(guests.KINDS))
+    sides = {x for p in pm.pairs for x in p.split(">")}
+    pruns = pm.runs()
+    if sides != {"default", "base", "v2", "linux"} or set(pdefs) != {"base", "v2"} or set(pm.variants) != {
+            "default", "base", "v2"}:
+        raise Fail(f"matrices/pairs.txt: sides {sides}, variants {pdefs}, built {pm.variants}")
+    if len(pruns) != 3 * 2 * 5 or {r.guest for r in pruns} != {"pair"} or pruns[0].params.get("size") != 256:
+        raise Fail(f"matrices/pairs.txt expands to {len(pruns)} runs {pruns[:2]}, expected 30 pair runs of 256 bytes")
     try:
         matrix.Matrix(dict(s, **{"memcached.threads": "32", "memcached.concurrency": "16"}), defs, variants.resolve,
                       list(guests.KINDS))

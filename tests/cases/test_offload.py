@@ -5,28 +5,19 @@ concurrent streams, zero copy, and a device that offers no offloads."""
 
 import json
 import os
-import re
 import subprocess
 import sys
 
 import lib
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, json_line, linked_kernel, netpeer, per_queue
+from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, json_line, linked_kernel, make_list, netpeer, per_queue
 
 PEER = [sys.executable, os.path.join(TOP, "tests", "tools", "netpeer.py")]
 MIB = 1 << 20
 ODD_WRITES = (1, 1447, 1448, 1449, 65535)
 
 
-def _mk_list(name):
-    with open(os.path.join(TOP, "mk", "variants.mk")) as f:
-        m = re.search(r"^" + name + r"\s*:=\s*(.*)$", f.read(), re.M)
-    if not m:
-        raise RuntimeError(f"mk/variants.mk has no {name} line")
-    return m.group(1).split()
-
-
-KICKS = _mk_list("VARIANT_KICKS")
-LEVELS = _mk_list("VARIANT_OFFLOADS")  # lro (the default) first
+KICKS = make_list("VARIANT_KICKS")
+LEVELS = make_list("VARIANT_OFFLOADS")  # lro (the default) first
 
 
 def variant(level, kick="every"):

@@ -1,5 +1,5 @@
-"""Guest-to-guest pairs over a Linux bridge in a private namespace
-(host/bench/pairs.py): an RR and a STREAM between two appliances, both
+"""Guest-to-guest pairs over a Linux bridge in a private namespace (the
+matrix's `pairs` mode, host/bench/vnetbench.py --pairs, run kind pairs.py): an RR and a STREAM between two appliances, both
 guests' counters in the row; the dpdk-testpmd vhost-user pair where testpmd
 runs."""
 
@@ -11,7 +11,7 @@ import sys
 
 from lib import BUILD, TOP, Fail, Skip
 
-PAIRS = [sys.executable, os.path.join(TOP, "host", "bench", "pairs.py")]
+PAIRS = [sys.executable, os.path.join(TOP, "host", "bench", "vnetbench.py"), "--quiet"]
 
 
 def run_pairs(t, args, timeout=240):
@@ -21,12 +21,17 @@ def run_pairs(t, args, timeout=240):
     shutil.rmtree(out, ignore_errors=True)
     r = subprocess.run(PAIRS + args + ["--out", out], capture_output=True, text=True, timeout=timeout)
     rows = []
-    path = os.path.join(out, "pairs.jsonl")
+    path = os.path.join(out, "results.jsonl")
     if os.path.exists(path):
         rows = [json.loads(line) for line in open(path)]
     if r.returncode != 0 or not rows:
         detail = "\n".join(row.get("error_detail") or "" for row in rows)[-2000:]
-        raise Fail(f"pairs.py {' '.join(args)}: status {r.returncode}\n{r.stdout[-800:]}{r.stderr[-800:]}\n{detail}")
+        raise Fail(f"vnetbench.py {' '.join(args)}: status {r.returncode}\n{r.stdout[-800:]}{r.stderr[-800:]}\n{detail}")
+    # The matrix's report has its tables and the pair section.
+    text = open(os.path.join(out, "report.md")).read()
+    for want in ("# Guest pairs: both sides' counters", rows[0]["pair"]):
+        if want not in text:
+            raise Fail(f"{out}/report.md lacks {want!r}")
     return rows
 
 

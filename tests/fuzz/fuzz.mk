@@ -17,11 +17,11 @@ FUZZ_SECONDS ?= 600
 FUZZ_DEPS   := $(wildcard drivers/virtio/*.h tests/unit/*.h net/*.h net/port/*.h net/port/arch/*.h) \
 	tests/fuzz/fuzz.mk
 
-# The driver as the unit tests link it: every file but the transports and
-# their dispatch, which sim_pci.c replaces, with the split ring (driver_srcs:
-# one ring file).
+# The driver as the unit tests link it: every file but the two transports
+# and their probe, which sim_pci.c replaces, with the split ring
+# (driver_srcs: one ring file).
 FUZZ_DRIVER_SRCS := tests/unit/sim_dev.c tests/unit/host_shim.c tests/unit/sim_pci.c \
-	$(filter-out drivers/virtio/virtio_pci.c drivers/virtio/virtio_mmio.c drivers/virtio/virtio_dev.c,\
+	$(filter-out drivers/virtio/virtio_pci.c drivers/virtio/virtio_mmio.c drivers/virtio/virtio_probe.c,\
 	$(call driver_srcs,split))
 
 $(FUZZ_DIR)/fuzz_vnet_rx: tests/fuzz/fuzz_vnet_rx.c $(FUZZ_DRIVER_SRCS) $(FUZZ_DEPS)

@@ -1,9 +1,10 @@
 /*
- * sim_pci.c: the virtio_dev.h transport surface, implemented against the
- * simulated device (sim_dev.c) for the host unit tests. Linked in place of
- * drivers/virtio/virtio_dev.c and the transports behind it (it plays a PCI
- * device); it also checks that the driver walks the 3.1.1 initialisation
- * steps in order.
+ * sim_pci.c: the third struct virtio_transport_ops (virtio_dev.h), over
+ * the simulated device (sim_dev.c) for the host unit tests. Linked with
+ * drivers/virtio/virtio_dev.c in place of virtio_probe.c and the two real
+ * transports (it plays a PCI device: its state is the struct virtio_pci);
+ * it also checks that the driver walks the 3.1.1 initialisation steps in
+ * order.
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,37 +12,24 @@
 #include "tests/unit/sim_dev.h"
 #include "tests/unit/host_shim.h"
 
-int virtio_dev_probe(struct virtio_dev *vd, uint16_t virtio_id, char *err, size_t errlen)
+static int sim_pci_reset(void *t)
 {
-	memset(vd, 0, sizeof(*vd));
-	if (virtio_id != VIRTIO_ID_NET) {
-		snprintf(err, errlen, "sim: only a network device");
-		return -1;
-	}
-	vd->transport = VIRTIO_DEV_PCI;
-	vd->pci.common = 1; /* "mapped" */
-	vd->pci.device_cfg_len = sizeof(sim.cfg);
-	return 0;
-}
-
-int virtio_dev_reset(struct virtio_dev *vd)
-{
-	(void)vd;
+	(void)t;
 	sim.status = 0;
 	sim.accepted = 0;
 	sim.q[0].ready = sim.q[1].ready = false;
 	return 0;
 }
 
-uint8_t virtio_dev_status(struct virtio_dev *vd)
+static uint8_t sim_pci_status(void *t)
 {
-	(void)vd;
+	(void)t;
 	sim_register_access();
 	return sim.status;
 }
 
 /* Each status bit needs the one before it (3.1.1 steps 2, 3, 5, 8). */
-void virtio_dev_add_status(struct virtio_dev *vd, uint8_t bits)
+static void sim_pci_add_status(void *t, uint8_t bits)
 {
 	static const struct {
 		uint8_t bit, needs;
@@ -52,7 +40,7 @@ void virtio_dev_add_status(struct virtio_dev *vd, uint8_t bits)
 	    {VIRTIO_STATUS_DRIVER_OK, VIRTIO_STATUS_FEATURES_OK},
 	};
 
-	(void)vd;
+	(void)t;
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
 		if ((bits & order[i].bit) && (sim.status & order[i].needs) != order[i].needs)
 			sim_driver_error("status bit 0x%x set before 0x%x (3.1.1)", order[i].bit,
@@ -65,29 +53,33 @@ void virtio_dev_add_status(struct virtio_dev *vd, uint8_t bits)
 	sim.status |= bits;
 }
 
-uint64_t virtio_dev_device_features(struct virtio_dev *vd)
+static uint64_t sim_pci_device_features(void *t)
 {
-	(void)vd;
+	(void)t;
 	return sim.offered;
 }
 
-void virtio_dev_set_features(struct virtio_dev *vd, uint64_t features)
+static void sim_pci_set_features(void *t, uint64_t features)
 {
+	struct virtio_pci *vp = t;
+
 	if (sim.status & VIRTIO_STATUS_FEATURES_OK)
 		sim_driver_error("features written after FEATURES_OK");
 	sim.accepted = features;
-	vd->pci.features = features;
+	vp->features = features;
 }
 
-uint16_t virtio_dev_num_queues(struct virtio_dev *vd)
+static uint16_t sim_pci_num_queues(void *t)
 {
-	(void)vd;
+	(void)t;
 	return sim.num_queues;
 }
 
-int virtio_dev_cfg_read(struct virtio_dev *vd, uint32_t off, void *buf, uint32_t len)
+static int sim_pci_cfg_read(void *t, uint32_t off, void *buf, uint32_t len)
 {
-	if ((uint64_t)off + len > vd->pci.device_cfg_len)
+	const struct virtio_pci *vp = t;
+
+	if ((uint64_t)off + len > vp->device_cfg_len)
 		return -1;
 	memcpy(buf, sim.cfg + off, len);
 	return 0;
@@ -101,28 +93,32 @@ static void sim_pci_notify(void *ctx, uint16_t qidx, uint16_t avail_idx)
 
 /* The simulated device interrupts by counting (sim_dev.c decides per
  * 2.7.7.2 / 2.7.10 whether a completion would raise one). */
-int virtio_dev_irq_setup(struct virtio_dev *vd, char *err, size_t errlen)
+static int sim_pci_irq_setup(void *t, char *err, size_t errlen)
 {
+	struct virtio_pci *vp = t;
+
 	(void)err;
 	(void)errlen;
 	if ((sim.status & (VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK)) !=
 	    VIRTIO_STATUS_FEATURES_OK)
 		sim_driver_error("interrupts set up outside 3.1.1 step 7");
-	vd->pci.irq_mode = VIRTIO_PCI_IRQ_MSIX;
+	vp->irq_mode = VIRTIO_PCI_IRQ_MSIX;
 	return 0;
 }
 
-const char *virtio_dev_irq_mode_name(const struct virtio_dev *vd)
+static const char *sim_pci_irq_mode_name(const void *t)
 {
-	return vd->pci.irq_mode == VIRTIO_PCI_IRQ_MSIX ? "msix" : "none";
+	const struct virtio_pci *vp = t;
+
+	return vp->irq_mode == VIRTIO_PCI_IRQ_MSIX ? "msix" : "none";
 }
 
-int virtio_dev_queue_setup(struct virtio_dev *vd, struct virtq *vq, uint16_t qidx, bool event_idx,
-                           char *err, size_t errlen)
+static int sim_pci_queue_setup(void *t, struct virtq *vq, uint16_t qidx, bool event_idx, char *err,
+                               size_t errlen)
 {
 	uint16_t size = sim.max_qsize < VIRTQ_MAX_SIZE ? sim.max_qsize : VIRTQ_MAX_SIZE;
 
-	(void)vd;
+	(void)t;
 	if ((sim.status & (VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK)) !=
 	    VIRTIO_STATUS_FEATURES_OK)
 		sim_driver_error("queue %u set up outside 3.1.1 step 7", qidx);
@@ -141,27 +137,33 @@ int virtio_dev_queue_setup(struct virtio_dev *vd, struct virtq *vq, uint16_t qid
 	return 0;
 }
 
-bool virtio_dev_found(const struct virtio_dev *vd)
-{
-	return vd->transport != VIRTIO_DEV_NONE;
-}
+static const struct virtio_transport_ops sim_transport_ops = {
+    .name = "pci",
+    .reset = sim_pci_reset,
+    .status = sim_pci_status,
+    .add_status = sim_pci_add_status,
+    .device_features = sim_pci_device_features,
+    .set_features = sim_pci_set_features,
+    .num_queues = sim_pci_num_queues,
+    .cfg_read = sim_pci_cfg_read,
+    .irq_setup = sim_pci_irq_setup,
+    .irq_mode_name = sim_pci_irq_mode_name,
+    .queue_setup = sim_pci_queue_setup,
+};
 
-const char *virtio_dev_transport_name(const struct virtio_dev *vd)
+/* Stands in for virtio_probe.c. */
+int virtio_dev_probe(struct virtio_dev *vd, uint16_t virtio_id, char *err, size_t errlen)
 {
-	return virtio_dev_found(vd) ? "pci" : "none";
-}
-
-const volatile uint64_t *virtio_dev_irqs(const struct virtio_dev *vd)
-{
-	return vd->pci.irqs;
-}
-
-bool virtio_dev_config_changed(const struct virtio_dev *vd)
-{
-	return vd->pci.config_changed;
-}
-
-void virtio_dev_config_clear(struct virtio_dev *vd)
-{
-	vd->pci.config_changed = false;
+	memset(vd, 0, sizeof(*vd));
+	if (virtio_id != VIRTIO_ID_NET) {
+		snprintf(err, errlen, "sim: only a network device");
+		return -1;
+	}
+	vd->pci.common = 1; /* "mapped" */
+	vd->pci.device_cfg_len = sizeof(sim.cfg);
+	vd->ops = &sim_transport_ops;
+	vd->t = &vd->pci;
+	vd->irqs = vd->pci.irqs;
+	vd->config_changed = &vd->pci.config_changed;
+	return 0;
 }

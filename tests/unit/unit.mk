@@ -1,6 +1,7 @@
-# tests/unit/unit.mk: host unit tests of the ring and the net driver, built
-# with the host compiler (AddressSanitizer + UBSan unless UNIT_SAN= is
-# given), one test_vnet binary per policy variant; included by
+# tests/unit/unit.mk: host unit tests of the ring, the transports, the net
+# driver and the memcached parser, built with the host compiler
+# (AddressSanitizer + UBSan unless UNIT_SAN= is given), one test_vnet
+# binary per policy variant; included by
 # mk/variants.mk (variant names and variant_flags come from there).
 #
 #   make unit        build everything, run every binary (bounded by
@@ -22,7 +23,7 @@ unit_ring_obj = $(patsubst %.c,$(UNIT_DIR)/obj/%.o,$(call ring_file,$(if $(call 
 UNIT_SPLIT_OBJS := $(UNIT_SHARED_OBJS) $(call unit_ring_obj,split)
 UNIT_PACKED_OBJS := $(UNIT_SHARED_OBJS) $(call unit_ring_obj,x-packed)
 # Compiled per variant.
-UNIT_VNET_SRCS := tests/unit/test_vnet.c tests/unit/sim_pci.c drivers/virtio/vnet.c \
+UNIT_VNET_SRCS := tests/unit/test_vnet.c tests/unit/sim_pci.c drivers/virtio/virtio_dev.c drivers/virtio/vnet.c \
 	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c
 
 # The packed ring (RING=packed) through the whole driver: every TX_RECLAIM x
@@ -62,9 +63,10 @@ UNIT_OFFLOAD_VARIANTS := base-every-ei1-eager-inline-zc1 \
 	v2-burst-ei0-eager-chain-zc0 poll-timer-ei0-batched-chain-zc0-off_none-mrg-nd \
 	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd base-every-ei1-eager-inline-zc1-packed \
 	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd-packed
-UNIT_OFFLOAD_SRCS := tests/unit/test_offload.c tests/unit/sim_pci.c drivers/virtio/vnet.c \
+UNIT_OFFLOAD_SRCS := tests/unit/test_offload.c tests/unit/sim_pci.c drivers/virtio/virtio_dev.c drivers/virtio/vnet.c \
 	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c
 UNIT_BINS := $(UNIT_DIR)/test_virtq $(UNIT_DIR)/test_virtq_packed $(UNIT_DIR)/test_virtio_pci $(UNIT_DIR)/test_pci $(UNIT_DIR)/test_paging \
+	$(UNIT_DIR)/test_mc_unit \
 	$(UNIT_DIR)/test_virtio_mmio $(UNIT_DIR)/test_virtio_mmio_packed \
 	$(foreach v,$(UNIT_VARIANTS),$(UNIT_DIR)/$(v)/test_vnet) \
 	$(foreach v,$(UNIT_OFFLOAD_VARIANTS),$(UNIT_DIR)/$(v)/test_offload)
@@ -124,6 +126,14 @@ $(UNIT_DIR)/test_virtio_mmio_packed: tests/unit/test_virtio_mmio.c \
 	@echo "  HOSTCC  $@"
 	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h tests/unit/test_virtio_mmio.c \
 		$(UNIT_DIR)/obj/virtio_mmio_traced.o $(UNIT_PACKED_OBJS) -o $@
+
+# app=memcached's protocol parser and store (policy-free; also built by
+# tests/cases/test_memcached.py).
+UNIT_MC_SRCS := tests/unit/test_mc_unit.c apps/memcached_proto.c apps/memcached_store.c
+$(UNIT_DIR)/test_mc_unit: $(UNIT_MC_SRCS) apps/memcached.h $(UNIT_DEPS)
+	@mkdir -p $(@D)
+	@echo "  HOSTCC  $@"
+	@$(UNIT_CC) $(UNIT_CFLAGS) $(UNIT_MC_SRCS) -o $@
 
 define UNIT_VARIANT_RULE
 $(UNIT_DIR)/$(1)/test_vnet: $(UNIT_VNET_SRCS) $(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) $(UNIT_DEPS)
