@@ -30,10 +30,14 @@ void tcpconn_detach(struct tcp_pcb *pcb);
 /* Move bytes from (*d, *n) into buf until it holds need; true once it does. */
 bool tcpconn_gather(uint8_t *buf, uint32_t *have, uint32_t need, const uint8_t **d, uint32_t *n);
 
-/* ctl.c: UDP control port: "stop" ends a serving app cleanly */
-#define CTL_PORT 9999
-void ctl_start(void);
+/* ctl.c: UDP control port: "stop TOKEN" ends a serving app cleanly */
+#define CTL_PORT     9999
+#define CTL_PORT_STR "9999"
+void ctl_configure(void);    /* ctl=on|off, ctl.token= (every app claims them) */
+void ctl_start(void);        /* serving apps: open the port unless ctl=off */
+const char *ctl_label(void); /* "udp:9999" or "off", for the listening line */
 bool ctl_stop_requested(void);
+void ctl_print_counters(void); /* CTL {...}: requests, ok, unknown, denied */
 
 /* rr.c (+ rr_client.c, rr_server.c): TCP_RR / UDP_RR, sockperf-compatible */
 void rr_configure(void);
