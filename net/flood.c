@@ -110,7 +110,9 @@ static bool is_unsolicited_reply(const struct pbuf *p)
 {
 	const uint8_t *ip = p->payload;
 
-	if (p->len < IP_HLEN)
+	/* A later fragment's first bytes are data, not a header (only ICMP
+	 * echo replies are ever big enough to be fragmented). */
+	if (p->len < IP_HLEN || (ip[6] & 0x1f) || ip[7])
 		return false;
 	unsigned hl = (ip[0] & 15u) * 4u;
 	if (ip[9] == IP_PROTO_TCP && p->len >= hl + TCP_HLEN)
@@ -198,7 +200,8 @@ static bool arp_admit(struct netif *netif, const ip4_addr_t *dst)
 	if (!ip4_addr_netcmp(dst, netif_ip4_addr(netif), netif_ip4_netmask(netif)) &&
 	    !ip4_addr_islinklocal(dst))
 		hop = netif_ip4_gw(netif);
-	if (is_resolved(netif, hop))
+	/* No gateway: etharp_output() refuses it (ERR_RTE) without ARP. */
+	if (ip4_addr_isany(hop) || is_resolved(netif, hop))
 		return true;
 	pending_expire(netif);
 	for (unsigned i = 0; i < npend; i++) {
