@@ -170,16 +170,24 @@ def test_spoofed_on_link_syn_flood_open_and_closed_port(t):
         seen = "; ".join(f"port {r['port']}: {r['syns']} SYNs in {r['flood_s']} s, service back after "
                          f"{'(not within 30 s)' if r['recovery_s'] is None else str(r['recovery_s']) + ' s'}"
                          for r in got)
-        bad = [r for r in got if r["recovery_s"] is None or r["recovery_s"] > 1.0 or r["syns"] < 10000]
+        bad = [r for r in got if r["recovery_s"] is None or r["recovery_s"] > 1.0 or r["syns"] < 10000
+               or r["arp_for_client"]]
         if bad:
             raise Fail(f"spoofed on-link SYN floods (100 sources that never answer ARP): expected the echo "
-                       f"service back within 1 s of each flood's end, saw {seen} ({bad[0]['errors']}); "
+                       f"service back within 1 s of each flood's end and the client's ARP entry kept (no ARP "
+                       f"request for it), saw {seen}, ARP requests for the client "
+                       f"{[r['arp_for_client'] for r in got]} ({bad[0]['errors']}); "
                        f"LWIPSTATS {json.dumps(st)} NETIF {json.dumps(netif)} FLOOD {json.dumps(fl)}")
         # Each bound held and counted: half-open pcbs evicted at the bound,
         # replies to unresolvable sources dropped instead of recycling the
         # real peer's ARP entry, RSTs rate-limited; no lwIP pool ran dry.
-        if not (fl["synq_evicted"] and fl["synq_peak"] <= fl["synq_max"]):
-            raise Fail(f"expected half-open pcbs evicted at synq_max, FLOOD {fl}")
+        # The flood's half-open pcbs still wait for their SYN_RCVD timeout
+        # when the test stops the run: they must leave at least half of the
+        # 320-pcb pool to other connections (pool-full eviction alone
+        # restores service but lets one listener's flood fill the pool).
+        if not (fl["synq_evicted"] and fl["synq_peak"] <= fl["synq_max"]) or pools["TCP_PCB"] > 160:
+            raise Fail(f"expected half-open pcbs evicted at synq_max and at most 160 of 320 pcbs held, FLOOD {fl}, "
+                       f"POOLS TCP_PCB={pools['TCP_PCB']}")
         if not (fl["arp_pending_full"] and fl["reply_limited"]) or fl["arp_pending"] > fl["arp_pending_max"]:
             raise Fail(f"expected replies dropped at the ARP bound and the reply rate, FLOOD {fl}")
         expect_zero("spoofed SYN floods", st, ("memp_err", "etharp_memerr", "tx_drops"))
@@ -187,7 +195,7 @@ def test_spoofed_on_link_syn_flood_open_and_closed_port(t):
         # guest sees them: 6,240 of 10,000 arrived in one loaded run.)
         if st["tcp_drop"] < 1000:
             raise Fail(f"10,000 SYNs to a closed port: expected >= 1,000 counted in tcp_drop, saw {st['tcp_drop']}")
-        print(f"    {seen}; FLOOD {json.dumps(fl)}; tcp_drop={st['tcp_drop']} memp_err=0")
+        print(f"    {seen}; no ARP request for the client; FLOOD {json.dumps(fl)}; tcp_drop={st['tcp_drop']} memp_err=0")
 
 
 def test_256_concurrent_connections_to_the_rr_server(t):

@@ -40,7 +40,9 @@ what it was asked.
                       client (this namespace's own address) connects to
                       ECHO_PORT and echoes 64 bytes, retrying with a fresh
                       connection every 0.2 s: how long after the flood's
-                      last frame service was back (recovery_s)
+                      last frame service was back (recovery_s), and how
+                      often the appliance had to ask ARP for that client
+                      meanwhile (arp_for_client: its entry was pushed out)
 """
 
 import json
@@ -406,6 +408,13 @@ def spoofflood(iface, guest_mac, host, port, n, nsrc, seconds, echo_port):
     s.bind((iface, 0))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
     gmac = bytes.fromhex(guest_mac.replace(":", ""))
+    # ARP requests the appliance sends for the real client (this host):
+    # any means the flood pushed the client's resolved entry out.
+    me = socket.inet_aton(src_ip_for(host))
+    arps = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0806))
+    arps.bind((iface, 0x0806))
+    arps.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+    arps.setblocking(False)
     # Built before the clock starts: Python must send 10,000 in 0.1 s.
     frames = []
     for i in range(n):
@@ -447,8 +456,17 @@ def spoofflood(iface, guest_mac, host, port, n, nsrc, seconds, echo_port):
         except OSError as e:
             if len(errors) < 5:
                 errors.append(f"{time.monotonic() - t_end:.2f}s: {e}")
+    asked = 0
+    while True:
+        try:
+            f = arps.recv(2048)
+        except BlockingIOError:
+            break
+        if f[6:12] == gmac and f[20:22] == b"\x00\x01" and f[38:42] == me:
+            asked += 1
     out(test="spoofflood", port=port, syns=sent, sources=nsrc, flood_s=round(t_end - t0, 3),
-        recovery_s=None if recovered is None else round(recovered, 3), attempts=attempts, errors=errors)
+        recovery_s=None if recovered is None else round(recovered, 3), attempts=attempts, errors=errors,
+        arp_for_client=asked)
     return 0 if recovered is not None else 1
 
 
