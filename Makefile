@@ -84,7 +84,9 @@ help:
 	@echo "make format     clang-format every C file"
 
 deps: $(DEPS_STAMP)
-$(DEPS_STAMP):
+# One grouped target (GNU make 4.3 &:): with -j a plain two-target rule ran
+# host/deps.sh twice at once on a fresh clone (apt's lock, then no lwIP).
+$(DEPS_STAMP) &:
 	bash host/deps.sh
 
 pvh: $(O)/vnetlab.elf

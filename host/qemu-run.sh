@@ -10,8 +10,10 @@
 #                         has no PCI: the NIC is virtio-net-device on virtio-mmio
 #                         (version 2: force-legacy=false), found through ACPI, or
 #                         through the kernel command line with microvm,acpi=off
-#     --accel auto|kvm|tcg  auto = KVM only if the CPU has vmx/svm and a probe
-#                         boot under KVM succeeds, else TCG (default auto)
+#     --accel auto|kvm|tcg  auto = KVM when the CPU has vmx/svm and a probe boot
+#                         under KVM works, else TCG, with the reason printed;
+#                         kvm also takes a software KVM (kvm_pvm, native mode:
+#                         kernel/pvm.c) after a probe boot (default auto)
 #     --cpu MODEL         QEMU CPU model (default: per accelerator, see below)
 #     --net user|tap:IF|none  NIC backend: slirp, an existing tap, or no NIC
 #     --vhost             with tap: vhost=on (needs /dev/vhost-net)
@@ -32,10 +34,11 @@
 # The accelerator actually used is printed as "qemu-run: accel=...".
 #
 # CPU model, the same for every guest this project boots (host/bench's stock
-# Linux guest uses the same table, guests.CPU_MODEL): KVM -cpu host; TCG
+# Linux guest uses the same table, guests.CPU_MODEL): KVM the richest model
+# the probe boots (kvm_pick below); TCG
 # qemu64, QEMU's own default. Chosen by measurement: under TCG, -cpu max
 # emulates far more (AVX, ...) and cost the stock Linux guest ~4x in iperf
-# throughput, while the appliance measured the same either way (README,
+# throughput, while the appliance measured the same either way (docs/results/appliance-vs-linux.md,
 # "Appliance vs a stock Linux guest").
 set -euo pipefail
 
@@ -86,29 +89,100 @@ case "$machine" in pc | q35 | microvm | microvm,*) ;; *) die "unknown machine '$
 command -v qemu-system-x86_64 >/dev/null ||
 	die "qemu-system-x86_64 not found (Debian package qemu-system-x86; 'make deps' as root installs it)"
 
-# Usable hardware KVM: the CPU advertises VMX/SVM (a software /dev/kvm, as
-# on some cloud hosts, does not) and a short probe boot really works.
-kvm_usable() {
-	grep -qE '\b(vmx|svm)\b' /proc/cpuinfo || return 1
-	[ -r /dev/kvm ] && [ -w /dev/kvm ] || return 1
-	[ -f "$kernel" ] || return 1
+# KVM is decided by probe boots, not by cpuinfo flags: a /dev/kvm may be a
+# software hypervisor (this machine kind's kvm_pvm, which runs a guest
+# natively only once it registers, see kernel/pvm.c), and a CPU model may
+# be refused (`-cpu host` there aborts on MSR 0x10a). kvm_why says why not.
+kvm_why=""
+kvm_cpu=""
+kvm_mode=""
+# One probe boot (app=none) with CPU model $1: 0 when the guest ended with
+# status 0; its banner's kvm_mode= is left in kvm_mode.
+kvm_probe() {
 	local s=0
-	timeout 20 qemu-system-x86_64 -M "$machine" -accel kvm -cpu host -m 128 -nodefaults \
+	: >"$tmp/probe.log"
+	timeout 20 qemu-system-x86_64 -M "$machine" -accel kvm -cpu "$1" -m 128 -nodefaults \
 		-display none -serial "file:$tmp/probe.log" -monitor none -device isa-debug-exit \
-		-kernel "$kernel" >/dev/null 2>&1 || s=$?
+		-kernel "$kernel" -append app=none >"$tmp/probe.err" 2>&1 || s=$?
+	kvm_mode=$(sed -n 's/.* kvm_mode=\([a-z]*\).*/\1/p' "$tmp/probe.log" | head -n 1)
 	# A plain boot exits with status 0: QEMU's 65, and the guest said so.
-	# A KVM that fails to initialise makes QEMU exit 1, which is not 65.
 	[ "$s" = $((2 * DEBUG_EXIT_OFFSET + 1)) ] && grep -aq 'vnetlab exit status=0' "$tmp/probe.log"
 }
+# The richest CPU model this KVM accepts: host; host minus the features
+# whose MSRs it refuses; qemu64 plus what the appliance uses (x2APIC,
+# TSC-deadline timer, invariant TSC: QEMU then fills KVM's TSC leaf).
+# Cached per kernel image, machine and QEMU binary, since every test boots.
+kvm_pick() {
+	[ -e /dev/kvm ] || { kvm_why="/dev/kvm does not exist$( (dmesg 2>/dev/null || true) | grep -o 'kvm-pvm: this kernel is itself a kvm-pvm guest; not binding' | head -n 1 | sed 's/^/ (dmesg: /; s/$/)/')"; return 1; }
+	[ -r /dev/kvm ] && [ -w /dev/kvm ] || { kvm_why="/dev/kvm is not readable and writable by $(id -un)"; return 1; }
+	[ -f "$kernel" ] || { kvm_why="no kernel to probe with ($kernel)"; return 1; }
+	local key cache
+	key=$(cat "$kernel" "$(command -v qemu-system-x86_64)" | cksum | cut -d' ' -f1)
+	cache="${TMPDIR:-/tmp}/vnetlab-kvm-probe.$(id -u).$key.${machine%%,*}"
+	if [ -f "$cache" ]; then
+		# shellcheck disable=SC1090
+		. "$cache"
+		[ -n "$kvm_cpu" ]
+		return
+	fi
+	local models=(host) msrs m
+	if ! kvm_probe host; then
+		msrs=$(grep -o 'failed to set MSR 0x[0-9a-f]*' "$tmp/probe.err" | awk '{print $NF}' | sort -u)
+		m=host
+		for x in $msrs; do
+			case "$x" in 0x10a) m="$m,-arch-capabilities" ;; esac
+		done
+		[ "$m" != host ] && models+=("$m")
+		models+=(qemu64,+x2apic,+tsc-deadline,+invtsc qemu64)
+	fi
+	kvm_cpu=""
+	for m in "${models[@]}"; do
+		if [ "$m" = host ] && [ "${#models[@]}" -gt 1 ]; then
+			kvm_why="-cpu host refused: $(grep -m1 -o 'failed to set MSR 0x[0-9a-f]* to 0x[0-9a-f]*\|error.*' "$tmp/probe.err" || echo 'probe boot failed')"
+			continue
+		fi
+		if [ "$m" = host ] || kvm_probe "$m"; then
+			kvm_cpu=$m
+			break
+		fi
+	done
+	[ -n "$kvm_cpu" ] || kvm_why="no CPU model boots under KVM ($(head -c 200 "$tmp/probe.err" | tr '\n' ' '))"
+	printf 'kvm_cpu=%q\nkvm_mode=%q\nkvm_why=%q\n' "$kvm_cpu" "$kvm_mode" "$kvm_why" >"$cache"
+	[ -n "$kvm_cpu" ]
+}
 
-if [ "$accel" = auto ]; then
-	if [ -z "$image" ] && kvm_usable; then accel=kvm; else accel=tcg; fi
+if [ "$accel" = auto ] && ! grep -qE '\b(vmx|svm)\b' /proc/cpuinfo; then
+	# No hardware virtualisation: any /dev/kvm is a software one (this
+	# machine kind's kvm_pvm). Its native mode is taken only when asked
+	# (--accel kvm, make run ACCEL=kvm): the test suite has not yet run on
+	# it (docs/kvm.md), so auto keeps TCG's known figures there.
+	kvm_why="no vmx/svm in /proc/cpuinfo (a software KVM is used only with --accel kvm)"
+	accel=tcg
+elif [ "$accel" = auto ] || [ "$accel" = kvm ]; then
+	if [ -n "$image" ]; then
+		# OVMF does not boot under kvm_pvm (x87 fwait is not emulated).
+		[ "$accel" = kvm ] || { accel=tcg; kvm_why="UEFI image: auto boots OVMF under TCG"; }
+	elif kvm_pick; then
+		# Emulated KVM (kvm_pvm without native mode) is far slower than TCG.
+		if [ "$accel" = auto ] && [ "$kvm_mode" = emulated ]; then
+			kvm_why="the probe guest stayed emulated (kvm_mode=emulated)"
+			accel=tcg
+		else
+			accel=kvm
+		fi
+	elif [ "$accel" = kvm ]; then
+		die "--accel kvm: $kvm_why"
+	else
+		accel=tcg
+	fi
 fi
 case "$accel" in
-kvm) cpu=(-accel kvm -cpu "${cpu_model:-host}") ;;
+kvm) cpu=(-accel kvm -cpu "${cpu_model:-${kvm_cpu:-host}}") ;;
 tcg) cpu=(-accel tcg -cpu "${cpu_model:-qemu64}") ;;
 *) die "unknown accel '$accel' (auto|kvm|tcg)" ;;
 esac
+# Why not KVM, where there is a /dev/kvm to wonder about.
+[ "$accel" = tcg ] && [ -n "$kvm_why" ] && [ -e /dev/kvm ] && echo "qemu-run: not KVM: $kvm_why" >&2
 
 # The console goes to stdout and, through the chardev's log, to a file in
 # which the guest's last line is looked up after QEMU ended.
@@ -156,7 +230,8 @@ tap:*)
 *) die "unknown net '$net' (user|tap:IFNAME|none)" ;;
 esac
 
-echo "qemu-run: accel=$accel cpu=${cpu[3]} machine=$machine net=$net packed=$packed boot=$([ -n "$image" ] && echo efi || echo pvh)" >&2
+[ "$accel" = kvm ] && [ -n "$kvm_mode" ] && mode_label=" kvm_mode=$kvm_mode" || mode_label=""
+echo "qemu-run: accel=$accel$mode_label cpu=${cpu[3]} machine=$machine net=$net packed=$packed boot=$([ -n "$image" ] && echo efi || echo pvh)" >&2
 s=0
 timeout --foreground --kill-after=5 "$tmo" qemu-system-x86_64 "${args[@]}" "${extra[@]}" </dev/null || s=$?
 if [ "$s" = 124 ] || [ "$s" = 137 ]; then

@@ -21,6 +21,8 @@
 #                           slirp (-netdev user) otherwise; or tap, user
 #   ARGS="k=v ..."          extra kernel command-line words for every boot; with
 #                           app= or test= in it, one plain boot with just those
+#   ACCEL=auto              auto|kvm|tcg, passed to host/qemu-run.sh --accel (its
+#                           header says how auto decides)
 #   MACHINE=pc              QEMU machine: pc, q35, microvm (virtio-mmio, ACPI) or
 #                           microvm,acpi=off (virtio-mmio from the kernel command line)
 #   KERNEL=ELF              the image to boot, e.g. a variant's (default: --kernel's,
@@ -89,7 +91,8 @@ fi
 need qemu-system-x86_64 qemu-system-x86
 need python3 python3
 
-qemu_run=("$top/host/qemu-run.sh" --kernel "$kernel" --machine "$machine")
+case "${ACCEL:-auto}" in auto | kvm | tcg) ;; *) die "ACCEL=${ACCEL}: expected auto, kvm or tcg" ;; esac
+qemu_run=("$top/host/qemu-run.sh" --kernel "$kernel" --machine "$machine" --accel "${ACCEL:-auto}")
 # The NIC for slirp with port forwards, which boot() passes to QEMU itself:
 # the same device qemu-run.sh picks for the machine (virtio-mmio on
 # microvm), with packed=on for RING=packed.

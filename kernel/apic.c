@@ -125,6 +125,12 @@ void apic_timer_init(int vector)
 	timer_vec = vector;
 	if (tsc_deadline) {
 		apic_write(APIC_LVT_TMR, LVT_TSCDEADLINE | (uint32_t)vector);
+		/* SDM 10.5.4.1: the xAPIC's LVT write is a memory write and WRMSR
+		 * to IA32_TSC_DEADLINE is not serializing, so a first deadline
+		 * could reach a timer still in its old mode: MFENCE between them.
+		 * (x2APIC's LVT is itself an MSR write, ordered already.) */
+		if (!x2)
+			arch_mb();
 		return;
 	}
 	/* Count down from the top for CAL_US of TSC time, masked. */

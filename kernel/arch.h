@@ -7,6 +7,7 @@
 #ifndef VNETLAB_ARCH_H
 #define VNETLAB_ARCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* ---- port I/O ---- */
@@ -138,6 +139,31 @@ static inline uint64_t rdmsr(uint32_t msr)
 	uint32_t lo, hi;
 	__asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
 	return ((uint64_t)hi << 32) | lo;
+}
+
+/* rdmsr of an MSR that may not exist: false (and *v untouched) when it
+ * raises #GP. trap.c resumes a #GP at trap_fixup_rip at trap_fixup_to; one
+ * probe at a time (single CPU, interrupts off). */
+extern uint64_t trap_fixup_rip, trap_fixup_to;
+static inline bool rdmsr_safe(uint32_t msr, uint64_t *v)
+{
+	uint32_t lo, hi;
+	int ok;
+	__asm__ volatile("leaq 1f(%%rip), %%r8\n\t"
+	                 "movq %%r8, trap_fixup_rip(%%rip)\n\t"
+	                 "leaq 2f(%%rip), %%r8\n\t"
+	                 "movq %%r8, trap_fixup_to(%%rip)\n\t"
+	                 "movl $1, %2\n"
+	                 "1:\trdmsr\n\t"
+	                 "jmp 3f\n"
+	                 "2:\tmovl $0, %2\n"
+	                 "3:\tmovq $0, trap_fixup_rip(%%rip)"
+	                 : "=a"(lo), "=d"(hi), "=&r"(ok)
+	                 : "c"(msr)
+	                 : "r8", "memory");
+	if (ok)
+		*v = (uint64_t)hi << 32 | lo;
+	return ok;
 }
 
 static inline void wrmsr(uint32_t msr, uint64_t v)

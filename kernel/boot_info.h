@@ -28,6 +28,9 @@ struct boot_mem_region {
 struct boot_info {
 	const char *protocol; /* "pvh" or "efi"; printed in the banner */
 	uint64_t entry_tsc;   /* TSC at front-end entry, for boot_us */
+	/* The page tables in CR3 at entry have U/S=1 at every level (the PVH
+	 * boot tables do): pvm.c may enter native mode before paging_init(). */
+	uint32_t tables_user;
 	uint64_t rsdp;        /* physical address of the ACPI RSDP, 0 if unknown */
 	uint64_t image_start; /* physical range of the loaded image; never allocated */
 	uint64_t image_end;

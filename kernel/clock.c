@@ -1,7 +1,7 @@
 /*
  * clock.c: a monotonic nanosecond clock from the TSC. The TSC frequency
- * comes from CPUID leaf 0x15 (TSC/crystal ratio and crystal frequency) or
- * 0x16 (base frequency) when the CPU reports them, otherwise it is measured
+ * comes from what the platform states (khz_from_platform()), otherwise it
+ * is measured
  * against the i8254 PIT (1.193182 MHz), which every PC-compatible machine
  * and QEMU model (pc, q35, microvm) has. We assume an invariant TSC, as KVM
  * and TCG provide. (QEMU 7.2 under TCG reports neither 0x15/0x16 with its
@@ -21,6 +21,7 @@
  * No interrupt is taken here (IF is clear; the PIC masks IRQ0).
  */
 #include <stdio.h>
+#include <string.h>
 #include "kernel/arch.h"
 #include "kernel/kernel.h"
 
@@ -53,24 +54,40 @@ static const char *method = "none";
 static uint64_t err_ppm; /* bound on the calibration's error; 0 for CPUID */
 static uint64_t cal_us;  /* the PIT window actually used */
 
-static uint64_t khz_from_cpuid(void)
+/* Where the platform states the TSC rate: CPUID leaf 0x15 (TSC/crystal
+ * ratio times the crystal), the hypervisor's timing leaf (base + 0x10,
+ * EAX = TSC kHz: KVM and VMware define it; QEMU fills it under KVM with
+ * invtsc or tsc-frequency=), or this machine kind's kvm_pvm MSR (pvm.c).
+ * Leaf 0x16 is the processor's base frequency, which need not be the
+ * TSC's: it is not used (the PIT measures instead, with a stated bound). */
+static uint64_t khz_from_platform(void)
 {
 	uint32_t r[4];
 	cpuid(0, 0, r);
-	uint32_t max = r[0];
-	if (max >= 0x15) {
+	if (r[0] >= 0x15) {
 		cpuid(0x15, 0, r); /* eax = denominator, ebx = numerator, ecx = crystal Hz */
 		if (r[0] && r[1] && r[2]) {
 			method = "cpuid15";
 			return (uint64_t)r[2] * r[1] / r[0] / 1000;
 		}
 	}
-	if (max >= 0x16) {
-		cpuid(0x16, 0, r); /* eax = base MHz */
-		if (r[0]) {
-			method = "cpuid16";
-			return (uint64_t)(r[0] & 0xffff) * 1000;
+	uint32_t hv = cpu_hypervisor_leaf();
+	if (hv && !strcmp(cpu_accel(), "kvm")) {
+		cpuid(hv, 0, r);
+		if (r[0] >= hv + 0x10) {
+			cpuid(hv + 0x10, 0, r);
+			if (r[0]) {
+				method = "hvleaf";
+				err_ppm = 1; /* whole kHz of a GHz rate */
+				return r[0];
+			}
 		}
+	}
+	uint64_t khz = pvm_tsc_khz();
+	if (khz) {
+		method = "pvm";
+		err_ppm = 1;
+		return khz;
 	}
 	return 0;
 }
@@ -166,11 +183,12 @@ static uint64_t khz_from_pit(uint32_t min_ms)
 void clock_init(void)
 {
 	uint32_t cal_ms = (uint32_t)cmdline_u64("clock.cal_ms", PIT_CAL_MS_DEF, 1, PIT_CAL_MS_MAX);
-	tsc_khz = khz_from_cpuid();
+	tsc_khz = khz_from_platform();
 	if (!tsc_khz)
 		tsc_khz = khz_from_pit(cal_ms);
 	if (!tsc_khz)
-		panic("clock: TSC calibration failed (no CPUID 0x15/0x16, the PIT's channel 0 "
+		panic("clock: TSC calibration failed (no CPUID 0x15 or hypervisor TSC rate, the "
+		      "PIT's channel 0 "
 		      "counter never moved)");
 	ns_mult = ((uint64_t)1000000 << 32) / tsc_khz;
 	tsc_base = rdtsc();

@@ -2,7 +2,8 @@
  * isr.S: exception entry stubs for vectors 0-31. Each pushes a dummy error
  * code where the CPU pushes none, then its vector, saves the general
  * registers and calls trap_handler(struct trap_frame *). Exceptions end the
- * run, so there is no return path.
+ * run, except a #GP that trap.c's fixup resumes (rdmsr_safe): then the
+ * handler returns and so do we, at the frame's (rewritten) RIP.
  */
 	.text
 	.macro ISR_NOERR n
@@ -69,10 +70,27 @@ isr_common:
 	pushq %r14
 	pushq %r15
 	movq %rsp, %rdi
+	movq %rsp, %rbx         /* callee-saved: the frame, after the call */
 	andq $-16, %rsp         /* SysV alignment for the C handler */
 	call trap_handler
-1:	hlt
-	jmp 1b
+	movq %rbx, %rsp
+	popq %r15
+	popq %r14
+	popq %r13
+	popq %r12
+	popq %r11
+	popq %r10
+	popq %r9
+	popq %r8
+	popq %rbp
+	popq %rdi
+	popq %rsi
+	popq %rdx
+	popq %rcx
+	popq %rbx
+	popq %rax
+	addq $16, %rsp          /* vector and error code */
+	iretq
 
 	.section .rodata
 	.balign 8

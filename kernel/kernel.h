@@ -46,8 +46,20 @@ void kernel_exit(int status) __attribute__((noreturn));
 
 /* cpu.c: GDT, SSE enable, CPU identification, accelerator detection */
 void cpu_init(void);
-const char *cpu_accel(void); /* "kvm", "tcg", "hw" or "unknown" */
+void cpu_configure(void);           /* claims accel= (an override) */
+const char *cpu_accel(void);        /* "kvm", "tcg", "hw" or "unknown" */
+uint32_t cpu_hypervisor_leaf(void); /* CPUID leaf of the signature; 0 if none */
 const char *cpu_model(void);
+
+/* pvm.c: native execution under this machine kind's kvm_pvm (its ABI is
+ * known to this file only). pvm_init() needs the IDT (rdmsr_safe) and
+ * enters native mode at once when the current page tables are user-
+ * accessible at every level, else pvm_after_paging() does. */
+void pvm_init(bool tables_user, const char *raw_cmdline);
+void pvm_after_paging(void);
+void pvm_configure(void);   /* claims pvm=auto|off */
+const char *pvm_mode(void); /* "native", "emulated" or "none" (not kvm_pvm) */
+uint64_t pvm_tsc_khz(void); /* the hypervisor's TSC kHz; 0 if none */
 
 /* trap.c: exception vectors -> report and exit; the IDT */
 void trap_init(void);

@@ -4,7 +4,8 @@
  * runs a self-test or the application.
  *
  * Console format (parsed by tests/ and host/; documented in README.md):
- *   vnetlab boot=<pvh|efi> accel=<kvm|tcg|hw|unknown> tsc_khz=N tsc_cal=<method>
+ *   vnetlab boot=<pvh|efi> accel=<kvm|tcg|hw|unknown> kvm_mode=<native|emulated|none>
+ *           tsc_khz=N tsc_cal=<method>
  *           tsc_cal_us=N tsc_err_ppm=N mem_mib=N cpu="..." cmdline="..."
  *   pci BB:DD.F VVVV:DDDD class=CCCCCC        (one per function)
  *   mmio 0xBASE+0xSIZE irq=N from=<cmdline|acpi>  (one per virtio-mmio window)
@@ -34,22 +35,31 @@ void kernel_main(struct boot_info *bi)
 {
 	boot_tsc = bi->entry_tsc ? bi->entry_tsc : rdtsc();
 	boot_protocol = bi->protocol;
-	console_init();
+	/* Under this machine kind's kvm_pvm everything before pvm_init() runs
+	 * in KVM's instruction emulator (~1 us per instruction), so only what
+	 * the safe MSR probe needs comes first: our GDT and the IDT. */
 	cpu_init();
 	trap_init();
+	pvm_init(bi->tables_user, bi->cmdline);
+	console_init();
 	cmdline_init(bi->cmdline);
+	cpu_configure();
+	pvm_configure();
 	exit_init();
 	clock_init();
 	pmm_init(bi);
 	paging_init(bi);
+	pvm_after_paging();
 	uint64_t heap = pmm_free_bytes() / 4;
 	heap_init(heap > HEAP_MAX ? HEAP_MAX : heap);
 	acpi_init(bi->rsdp);
 
-	printf("vnetlab boot=%s accel=%s tsc_khz=%lu tsc_cal=%s tsc_cal_us=%lu tsc_err_ppm=%lu "
+	printf("vnetlab boot=%s accel=%s kvm_mode=%s tsc_khz=%lu tsc_cal=%s tsc_cal_us=%lu "
+	       "tsc_err_ppm=%lu "
 	       "mem_mib=%lu cpu=\"%s\" cmdline=\"%s\"\n",
-	       bi->protocol, cpu_accel(), clock_tsc_khz(), clock_method(), clock_cal_us(),
-	       clock_err_ppm(), pmm_total_bytes() >> 20, cpu_model(), cmdline_raw());
+	       bi->protocol, cpu_accel(), pvm_mode(), clock_tsc_khz(), clock_method(),
+	       clock_cal_us(), clock_err_ppm(), pmm_total_bytes() >> 20, cpu_model(),
+	       cmdline_raw());
 	pci_init();
 	mmiodev_init();
 

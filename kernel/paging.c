@@ -9,12 +9,17 @@
  *    (paging_map_mmio), since firmware may place 64-bit BARs up there.
  *
  * PAT stays at its reset value, so PCD|PWT selects entry 3 = UC.
+ *
+ * Every entry has U/S=1: this machine kind's kvm_pvm runs the kernel at
+ * CPL 3 in native mode and refaults forever on a supervisor page (pvm.c).
+ * Nothing else runs at CPL 3 and SMEP/SMAP stay off, so it costs nothing.
  */
 #include "kernel/arch.h"
 #include "kernel/kernel.h"
 
 #define PTE_P    (1ull << 0)
 #define PTE_W    (1ull << 1)
+#define PTE_U    (1ull << 2)
 #define PTE_PWT  (1ull << 3)
 #define PTE_PCD  (1ull << 4)
 #define PTE_PS   (1ull << 7)
@@ -28,7 +33,7 @@ static uint64_t *next_table(uint64_t *table, unsigned idx)
 {
 	if (!(table[idx] & PTE_P)) {
 		uint64_t *t = pmm_alloc(4096, 4096);
-		table[idx] = (uintptr_t)t | PTE_P | PTE_W;
+		table[idx] = (uintptr_t)t | PTE_P | PTE_W | PTE_U;
 	}
 	return (uint64_t *)(uintptr_t)(table[idx] & PTE_ADDR);
 }
@@ -37,7 +42,8 @@ static void map_2m(uint64_t addr, bool uncached)
 {
 	uint64_t *pdpt = next_table(pml4, (addr >> 39) & 511);
 	uint64_t *pd = next_table(pdpt, (addr >> 30) & 511);
-	pd[(addr >> 21) & 511] = addr | PTE_P | PTE_W | PTE_PS | (uncached ? PTE_PCD | PTE_PWT : 0);
+	pd[(addr >> 21) & 511] =
+	    addr | PTE_P | PTE_W | PTE_U | PTE_PS | (uncached ? PTE_PCD | PTE_PWT : 0);
 }
 
 static bool is_memory(const struct boot_info *bi, uint64_t lo, uint64_t hi)

@@ -306,8 +306,12 @@ class T:
         os.environ["VNETLAB_CTL_TOKEN"] = self.ctl_token
 
     def start(self, append="", machine="pc", net="user", image=None, timeout=60, ns=None, extra=(), kernel=None,
-              packed=False):
+              packed=False, accel=None, cpu=None):
         argv = [QEMU_RUN, "--machine", machine, "--net", net, "--timeout", str(timeout)]
+        if accel:
+            argv += ["--accel", accel]
+        if cpu:
+            argv += ["--cpu", cpu]
         if packed:
             argv.append("--packed")  # the NIC offers the packed ring (RING=packed builds need it)
         if image:
@@ -360,11 +364,11 @@ def wait_listening(ns, proto, port, timeout=10):
     raise Fail(f"host peer not listening on {proto} port {port} within {timeout} s")
 
 
-def echo_guest(t, ns, kernel=None, seconds=300, args="", extra=(), machine="pc", packed=False):
+def echo_guest(t, ns, kernel=None, seconds=300, args="", extra=(), machine="pc", packed=False, accel=None):
     """The appliance's echo service (TCP/UDP port 7) on the namespace's tap."""
     g = t.start(append=f"app=echo ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap echo.seconds={seconds} {args}",
                 net=f"tap:{ns.tap}", ns=ns, timeout=seconds + 60, kernel=kernel, extra=extra, machine=machine,
-                packed=packed)
+                packed=packed, accel=accel)
     g.wait_line(r"^echo listening", timeout=30)
     return g
 

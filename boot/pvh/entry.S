@@ -4,9 +4,16 @@
  *
  * We are entered in 32-bit protected mode, paging off, flat segments,
  * %ebx = physical address of struct hvm_start_info. We read the TSC first
- * (boot_us counts from here), build boot page tables that identity-map the
+ * (boot_us counts from here), load boot page tables that identity-map the
  * first 4 GiB with 2 MiB pages, enable long mode and call pvh_main(start_info)
  * on our own stack. The kernel later replaces these tables with its own.
+ *
+ * The tables are assembled data, not built by a loop: under this machine
+ * kind's kvm_pvm every instruction before the kernel registers for native
+ * execution is emulated (~1 us each; a 2,048-entry loop cost milliseconds).
+ * Every level has U/S=1, which native execution there requires (it runs
+ * the kernel at CPL 3; kernel/pvm.c); elsewhere U/S is harmless, as
+ * nothing runs at CPL 3 and SMEP/SMAP stay off.
  */
 
 #define XEN_ELFNOTE_PHYS32_ENTRY 18
@@ -17,6 +24,7 @@
 #define EFER_LME (1 << 8)
 #define PTE_P 0x1
 #define PTE_W 0x2
+#define PTE_U 0x4
 #define PTE_PS 0x80
 
 	/* The note QEMU looks for: name "Xen", type 18, 8-byte payload (the
@@ -43,47 +51,12 @@ pvh_start32:
 	movl %eax, boot_entry_tsc
 	movl %edx, boot_entry_tsc + 4
 
-	/* Zero the boot page tables (6 pages: PML4, PDPT, 4 PDs). */
-	movl $boot_pml4, %edx
-	movl %edx, %ebp
-	movl %ebp, %edi
-	xorl %eax, %eax
-	movl $(6 * 4096 / 4), %ecx
-	rep stosl
-
-	/* PML4[0] -> PDPT, PDPT[0..3] -> PD0..PD3 */
-	leal 4096(%ebp), %eax
-	orl $(PTE_P | PTE_W), %eax
-	movl %eax, (%ebp)
-	xorl %ecx, %ecx
-1:	leal 8192(%ebp), %eax
-	movl %ecx, %edx
-	shll $12, %edx
-	addl %edx, %eax
-	orl $(PTE_P | PTE_W), %eax
-	movl %eax, 4096(%ebp, %ecx, 8)
-	incl %ecx
-	cmpl $4, %ecx
-	jb 1b
-
-	/* 2048 PD entries of 2 MiB each: identity map 0..4 GiB. */
-	xorl %ecx, %ecx
-2:	movl %ecx, %eax
-	shll $21, %eax
-	orl $(PTE_P | PTE_W | PTE_PS), %eax
-	movl %eax, 8192(%ebp, %ecx, 8)
-	movl %ecx, %eax
-	shrl $11, %eax
-	movl %eax, 8196(%ebp, %ecx, 8)
-	incl %ecx
-	cmpl $2048, %ecx
-	jb 2b
-
 	/* Long mode: PAE, CR3, EFER.LME, then paging. */
 	movl %cr4, %eax
 	orl $CR4_PAE, %eax
 	movl %eax, %cr4
-	movl %ebp, %cr3
+	movl $boot_pml4, %eax
+	movl %eax, %cr3
 	movl $MSR_EFER, %ecx
 	rdmsr
 	orl $EFER_LME, %eax
@@ -123,13 +96,29 @@ boot_gdt_desc:
 	.word boot_gdt_end - boot_gdt - 1
 	.long boot_gdt
 
+	/* PML4[0] -> PDPT, PDPT[0..3] -> PD0..PD3, 2,048 PD entries of 2 MiB. */
+	.section .data
+	.balign 4096
+boot_pml4:
+	.quad boot_pdpt + (PTE_P | PTE_W | PTE_U)
+	.fill 511, 8, 0
+boot_pdpt:
+	.quad boot_pd + 0 * 4096 + (PTE_P | PTE_W | PTE_U)
+	.quad boot_pd + 1 * 4096 + (PTE_P | PTE_W | PTE_U)
+	.quad boot_pd + 2 * 4096 + (PTE_P | PTE_W | PTE_U)
+	.quad boot_pd + 3 * 4096 + (PTE_P | PTE_W | PTE_U)
+	.fill 508, 8, 0
+boot_pd:
+	.set addr, 0
+	.rept 2048
+	.quad addr + (PTE_P | PTE_W | PTE_U | PTE_PS)
+	.set addr, addr + 0x200000
+	.endr
+
 	.section .bss
 	.balign 8
 boot_entry_tsc:
 	.quad 0
-	.balign 4096
-boot_pml4:
-	.skip 6 * 4096
 	.balign 16
 boot_stack:
 	.skip 65536

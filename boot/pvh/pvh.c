@@ -81,6 +81,7 @@ void pvh_main(const struct hvm_start_info *si, uint64_t entry_tsc)
 {
 	bi.protocol = "pvh";
 	bi.entry_tsc = entry_tsc;
+	bi.tables_user = 1; /* entry.S's boot tables */
 	bi.image_start = (uintptr_t)_image_start;
 	bi.image_end = (uintptr_t)_image_end;
 

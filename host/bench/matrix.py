@@ -67,7 +67,7 @@ KEYS = {
     "ping.sizes": ("56", "ICMP payload sizes (table rows)"),
     "memcached.concurrency": ("128", "memcached: memcaslap -c (connections; table rows)"),
     "memcached.threads": ("2", "memcached: memcaslap -T (client threads); a list gives one table per value"),
-    "accel": ("auto", "auto|kvm|tcg, passed to host/qemu-run.sh"),
+    "accel": ("auto", "accelerators, an axis like machine: auto|kvm|tcg, passed to host/qemu-run.sh --accel (kvm also takes this machine kind's kvm_pvm in native mode; the stock Linux guest runs KVM only on hardware virtualisation and TCG otherwise, named in its rows); with more than one, every column splits into COLUMN@ACCEL"),
     "cpu": ("", "QEMU CPU model of every guest (default: per accelerator, guests.CPU_MODEL: TCG qemu64, KVM host)"),
     "machine": ("pc", "machines, an axis like backends: pc, q35, microvm (no PCI: virtio-mmio found through ACPI), microvm-noacpi (microvm,acpi=off: virtio-mmio from the kernel command line, interrupts through the 8259 instead of an I/O APIC); with more than one, every column splits into COLUMN@MACHINE"),
     "pin.qemu": ("", "taskset CPU list for QEMU (empty: no pinning)"),
@@ -182,6 +182,7 @@ class Run:
     column: str = ""
     extra: dict = field(default_factory=dict)
     machine: str = ""  # MACHINES key; "" = the matrix's first
+    accel: str = ""  # auto|kvm|tcg; "" = the matrix's first
 
     def label(self):
         p = self.params
@@ -284,9 +285,13 @@ class Matrix:
         if max(self.mc_threads) > min(self.mc_concurrency):
             raise BenchError(f"memcached.threads {max(self.mc_threads)} exceeds memcached.concurrency "
                              f"{min(self.mc_concurrency)} (memcaslap -T <= -c)")
-        if s["accel"] not in ("auto", "kvm", "tcg"):
-            raise BenchError(f"bad accel '{s['accel']}' (auto|kvm|tcg)")
-        self.accel = s["accel"]
+        self.accels = split_list(s["accel"])
+        for a in self.accels:
+            if a not in ("auto", "kvm", "tcg"):
+                raise BenchError(f"bad accel '{a}' (auto|kvm|tcg)")
+        if not self.accels or len(set(self.accels)) != len(self.accels):
+            raise BenchError(f"accel '{s['accel']}': give each accelerator once")
+        self.accel = self.accels[0]
         self.cpu = str(s["cpu"]).strip()
         if self.cpu and not re.fullmatch(r"[A-Za-z0-9_.,=+-]+", self.cpu):
             raise BenchError(f"bad cpu '{self.cpu}' (a QEMU -cpu model such as qemu64, max, host)")
@@ -318,16 +323,18 @@ class Matrix:
         clash = [v for v in self.variants if v in self.guests and v != "vnetlab"] if "vnetlab" in self.guests else []
         if clash:
             raise BenchError(f"variant name(s) {', '.join(clash)} are also guest names and would share a column: rename the variant")
-        base = s["baseline"] or self.column_name(*self.columns[0], self.machines[0])
-        names = [self.column_name(*c, mach) for c in self.columns for mach in self.machines]
+        base = s["baseline"] or self.column_name(*self.columns[0], self.machines[0], self.accels[0])
+        names = [self.column_name(*c, mach, a) for c in self.columns for mach in self.machines for a in self.accels]
         if base not in names:
             raise BenchError(f"baseline '{base}' is not one of the columns {', '.join(names)}")
         self.baseline = base
 
-    def column_name(self, guest, variant, machine=None):
+    def column_name(self, guest, variant, machine=None, accel=None):
         name = variant if guest == "vnetlab" else guest
         if machine and len(getattr(self, "machines", ())) > 1:
             name += "@" + machine
+        if accel and len(getattr(self, "accels", ())) > 1:
+            name += "@" + accel
         return name
 
     def _int(self, k, lo, hi):
@@ -397,10 +404,11 @@ class Matrix:
                     for params in self.configs(test):
                         for guest, variant in self.columns:
                             for mach in self.machines:
-                                out.append(
-                                    Run(len(out), guest, variant, test, spec, dict(params), rep,
-                                        self.column_name(guest, variant, mach), machine=mach)
-                                )
+                                for a in self.accels:
+                                    out.append(
+                                        Run(len(out), guest, variant, test, spec, dict(params), rep,
+                                            self.column_name(guest, variant, mach, a), machine=mach, accel=a)
+                                    )
         return out
 
     def backend_opts(self, spec):
@@ -431,7 +439,7 @@ class Matrix:
             "ping.sizes": self.ping_sizes,
             "memcached.concurrency": self.mc_concurrency,
             "memcached.threads": self.mc_threads,
-            "accel": self.accel,
+            "accel": self.accels,
             "cpu": self.cpu,
             "machine": self.machines,
             "pin": self.pin,

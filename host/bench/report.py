@@ -50,6 +50,11 @@ CSV_FIRST = (
     "ring_full", "lwip_drops", "kicks_per_txn", "reclaims_per_txn",
 )
 
+# KVM's exit counters per transaction / per MB (host/bench/kvmstats.py),
+# only in rows that ran under KVM.
+KVM_SHOWN = ("exits", "insn_emulation", "irq_injections", "halt_exits")
+KVM_KEYS = tuple(f"kvm_{n}_per_{u}" for n in KVM_SHOWN for u in ("txn", "mb"))
+
 METRIC_LABEL = {
     "tps": "transactions/s",
     "mbps": "Mbit/s",
@@ -193,7 +198,8 @@ def summarise(rows, columns, baseline):
                         rec[f"pooled_{name}_ns"] = pooled.get(pk)
                     rec["_cdf"] = stats.cdf(hists)  # for plots only, not in summary.csv
                 for k in ("lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns", "kicks_per_txn", "reclaims_per_txn",
-                          "peer_lat_p50_ns", "peer_lat_p99_ns", "peer_mbps", "peer_tps", "outstanding_mean"):
+                          "peer_lat_p50_ns", "peer_lat_p99_ns", "peer_mbps", "peer_tps", "outstanding_mean",
+                          *KVM_KEYS):
                     rec[k] = cell(rs, k).median
                 out.append(rec)
     return out, cols
@@ -419,6 +425,19 @@ def markdown(records, cols, baseline, meta, plots=()):
             unit = {"rr": "transaction", "stream": "message (one write of msg bytes)", "ping": "ping (whole boot)",
                     "memcached": "memcached command"}[info["kind"]]
             L += _table(f"driver: kicks / TX reclaim calls per {unit} (medians)", row_name, row_values, gcols, drv_cell)
+
+        kvm_unit = "txn" if info["kind"] == "rr" else "mb"
+        if any(r.get(f"kvm_exits_per_{kvm_unit}") is not None for r in recs):
+
+            def kvm_cell(rv, c):
+                r = idx.get((rv, c))
+                if not r or r.get(f"kvm_exits_per_{kvm_unit}") is None:
+                    return "-"
+                return " / ".join(fmt_num(r.get(f"kvm_{n}_per_{kvm_unit}")) for n in KVM_SHOWN)
+
+            per = "transaction" if kvm_unit == "txn" else "MB (10^6 payload bytes)"
+            L += _table(f"KVM: exits / instruction emulations / interrupt injections / halt exits per {per} "
+                        "(query-stats over the guest's interval; medians)", row_name, row_values, gcols, kvm_cell)
 
     if meta.get("placement"):
         L += ["## Where the processes ran", "", "Share of each process's CPU time per host CPU (from field 39 of /proc/PID/task/*/stat, weighted by thread CPU time), per run:", ""]

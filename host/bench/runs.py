@@ -32,6 +32,7 @@ import time
 
 import backends
 import cpu
+import kvmstats
 import peers
 import procs
 from matrix import TESTS
@@ -203,6 +204,10 @@ def execute(run, m, guest, logdir):
                 raise BenchError(f"host peer {peer.name} did not start listening within 10s:\n{peer.proc.tail()}")
         boot, cmdline = guest.start(run, backend, m.run_timeout)
         row["cmdline"] = cmdline
+        exits = None
+        if getattr(boot, "qmp", None):
+            exits = kvmstats.Sampler(boot.qmp)
+            exits.start()
         sampler.watch("qemu", boot.qemu_pid)
         if hasattr(boot, "server_pid"):
             sampler.watch("server", boot.server_pid)
@@ -233,6 +238,8 @@ def execute(run, m, guest, logdir):
                 kind, obj, t_res = boot.wait_result(15)
         else:
             kind, obj, t_res = boot.wait_result(m.run_timeout + 15)
+        if exits:
+            exits.stop()
         st = boot.proc.wait(15)  # the COUNTERS lines and the exit status follow
         row["accel"] = boot.accel()
         row["cpu_model"] = boot.cpu_model()
@@ -250,6 +257,8 @@ def execute(run, m, guest, logdir):
                              f"console tail:\n{boot.proc.tail()}")
 
         truncated(obj, run.params.get("seconds"), m.warmup)
+        if exits and exits.samples and guest_window(obj, t_res):
+            row.update(kvmstats.row_columns(kvmstats.interval(exits.samples, *guest_window(obj, t_res)), obj))
         for k, v in obj.items():
             row[("guest_" + k) if k in RESULT_META else k] = v
         h = hist_of(boot.proc.text("out"))

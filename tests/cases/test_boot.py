@@ -6,7 +6,7 @@ import subprocess
 
 from lib import BUILD, QEMU_RUN, Fail, Skip
 
-BANNER_FIELDS = ("boot", "accel", "tsc_khz", "tsc_cal", "tsc_cal_us", "tsc_err_ppm", "mem_mib", "cpu", "cmdline")
+BANNER_FIELDS = ("boot", "accel", "kvm_mode", "tsc_khz", "tsc_cal", "tsc_cal_us", "tsc_err_ppm", "mem_mib", "cpu", "cmdline")
 
 
 def check_banner(g, boot):
@@ -47,6 +47,32 @@ def test_virtio_net_modern_function(t):
         g.expect_ok()
         g.expect(r"^pci [0-9a-f]{2}:[0-9a-f]{2}\.\d 1af4:1041 class=020000$")
         g.expect_not(r"^pci .* 1af4:1000 ")
+
+
+def test_hypervisor_found_by_leaf_scan(t):
+    # -hypervisor clears CPUID.1:ECX[31], but TCG still answers its
+    # signature at 0x40000000: the banner must not say accel=hw (bare
+    # metal), which would also switch the driver's TCG fence workaround off.
+    g = t.boot(append="app=none", cpu="qemu64,-hypervisor")
+    g.expect_ok()
+    b = g.banner()
+    if b["accel"] != "tcg" or b["kvm_mode"] != "none":
+        raise Fail(f"-cpu qemu64,-hypervisor under TCG: expected accel=tcg kvm_mode=none, banner says {b}")
+    # The override, and its refusal of a bad value.
+    g = t.boot(append="app=none accel=hw")
+    g.expect_ok()
+    if g.banner()["accel"] != "hw":
+        raise Fail(f"accel=hw must override the detected accelerator: {g.banner()}")
+    expect_usage_error(t, "app=none accel=xen", r"bad value 'xen' for key 'accel' \(expected auto\|kvm\|tcg\|hw\|unknown\)")
+    expect_usage_error(t, "app=none pvm=maybe", r"bad value 'maybe' for key 'pvm' \(expected auto\|off\)")
+
+
+def test_rdmsr_safe_resumes_a_gp(t):
+    # kernel/pvm.c probes an MSR that may not exist; a #GP there must come
+    # back through trap.c's fixup with the registers intact, not PANIC.
+    g = t.boot(append="test=msr")
+    g.expect_ok()
+    g.expect(r"^selftest msr apic_base=0xfee00[0-9a-f]{3} non_canonical=gp canary=0x1122334455667788 mapped=read$")
 
 
 def test_cmdline_good_keys(t):

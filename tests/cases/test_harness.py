@@ -900,3 +900,95 @@ def test_harness_packed_variants_get_packed_on(t):
                  for row in rows)
     if got != [("microvm", "ok", True), ("pc", "ok", True)]:
         raise Fail(f"packed variant rows (machine, status, variant names ring=packed): {got}")
+
+
+class FakeQmp:
+    """A QMP server on a unix socket whose query-stats counters grow at a
+    known rate: vcpu 'exits' 2,000/s on each of two vCPUs, vm 'max_mmu_page_hash_collisions'
+    constant, and a histogram to be skipped. empty=True answers as TCG does."""
+
+    def __init__(self, path, empty=False):
+        import socket
+        import threading
+        self.path, self.empty, self.t0 = path, empty, time.monotonic()
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(path)
+        self.srv.listen(1)
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        c, _ = self.srv.accept()
+        f = c.makefile("rw")
+        f.write(json.dumps({"QMP": {"version": {}, "capabilities": []}}) + "\n")
+        f.flush()
+        for line in f:
+            cmd = json.loads(line)
+            ret = {}
+            if cmd["execute"] == "query-stats":
+                dt = time.monotonic() - self.t0
+                if self.empty:
+                    ret = []
+                elif cmd["arguments"]["target"] == "vcpu":
+                    ret = [{"provider": "kvm", "target": "vcpu", "qom-path": f"/cpu{i}",
+                            "stats": [{"name": "exits", "value": int(2000 * dt)},
+                                      {"name": "insn_emulation", "value": int(1000 * dt)},
+                                      {"name": "halt_poll_success_hist", "value": [1, 2, 3]}]} for i in (0, 1)]
+                else:
+                    ret = [{"provider": "kvm", "target": "vm", "stats": [{"name": "remote_tlb_flush", "value": 7}]}]
+            f.write(json.dumps({"event": "NOISE"}) + "\n")  # events interleave with replies
+            f.write(json.dumps({"return": ret}) + "\n")
+            f.flush()
+
+    def close(self):
+        self.srv.close()
+
+
+def test_harness_kvm_exit_counters_from_qmp(t):
+    sys.path.insert(0, BENCH)
+    import kvmstats
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "qmp.sock")
+        srv = FakeQmp(path)
+        s = kvmstats.Sampler(path, period=0.05)
+        s.start()
+        time.sleep(1.0)
+        s.stop()
+        srv.close()
+        if s.error or len(s.samples) < 10:
+            raise Fail(f"sampler: {len(s.samples)} samples, error {s.error}")
+        last = s.samples[-1][1]
+        if "halt_poll_success_hist" in last or last.get("vm_remote_tlb_flush") != 7:
+            raise Fail(f"histograms must be skipped and the vm target prefixed vm_: {last}")
+        t0, t1 = s.samples[2][0] + 0.01, s.samples[-3][0] - 0.01
+        delta = kvmstats.interval(s.samples, t0, t1)
+        want = 4000 * (t1 - t0)  # two vCPUs at 2,000/s
+        if not abs(delta["exits"] - want) <= 0.05 * want + 4:
+            raise Fail(f"exits over {t1 - t0:.3f} s: {delta['exits']:.0f}, expected ~{want:.0f}")
+        if kvmstats.interval(s.samples, t0 - 100, t1):
+            raise Fail("an interval that starts before the first sample must give no counters, not a guess")
+        cols = kvmstats.row_columns(delta, {"test": "udp_rr", "transactions": 1000})
+        if not approx(cols["kvm_exits_per_txn"], round(delta["exits"] / 1000, 4)) or "kvm_exits_per_mb" in cols:
+            raise Fail(f"RR rows get per-transaction columns: {cols}")
+        cols = kvmstats.row_columns(delta, {"test": "tcp_stream", "bytes": 2_000_000})
+        if not approx(cols["kvm_insn_emulation_per_mb"], round(delta["insn_emulation"] / 2, 3)):
+            raise Fail(f"STREAM rows get per-MB columns: {cols}")
+        # Under TCG query-stats is empty: no samples, so no columns at all.
+        path2 = os.path.join(d, "tcg.sock")
+        srv = FakeQmp(path2, empty=True)
+        s = kvmstats.Sampler(path2, period=0.05)
+        s.start()
+        time.sleep(0.3)
+        s.stop()
+        srv.close()
+        if s.samples:
+            raise Fail(f"an empty query-stats (TCG) must give no samples, got {s.samples[:2]}")
+    # The report's KVM table, from rows that carry the columns.
+    rows = [dict(run=i, rep=i, column="base", guest="vnetlab", variant="base", test="udp_rr", backend="tap",
+                 accel="kvm", req=64, resp=64, instances=1, burst=1, seconds=5, status="ok", tps=30000.0 + i,
+                 kvm_exits_per_txn=1.04, kvm_insn_emulation_per_txn=1.02, kvm_irq_injections_per_txn=0.0,
+                 kvm_halt_exits_per_txn=0.0) for i in range(3)]
+    with tempfile.TemporaryDirectory() as d:
+        report.write_all(d, rows, ["base"], "base", {"started": "synthetic", "host_ncpu": 2})
+        md = open(os.path.join(d, "report.md")).read()
+        if "KVM: exits / instruction emulations" not in md or "1.04 / 1.02 / 0.00 / 0.00" not in md:
+            raise Fail(f"report.md lacks the KVM exits table:\n{md[-1200:]}")

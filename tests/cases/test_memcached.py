@@ -21,7 +21,7 @@ LISTENING = r"^memcached listening tcp=11211 mem_mib=(\d+) pages=(\d+)"
 # memccapable's ascii tests (libmemcached-tools 1.1.4, `memccapable -a`);
 # every one must be run and pass. Its binary tests are not run: the
 # appliance speaks the text protocol only (memcaslap, the load generator,
-# uses text by default), see README "memcached".
+# uses text by default), see docs/memcached.md.
 ASCII_TESTS = ("version", "quit", "verbosity", "set", "set noreply", "get", "gets", "mget", "flush",
                "flush noreply", "add", "add noreply", "replace", "replace noreply", "cas", "cas noreply",
                "delete", "delete noreply", "incr", "incr noreply", "decr", "decr noreply", "append",

@@ -53,7 +53,7 @@ def test_pair_rr_and_stream_over_the_bridge(t):
     # RR: one request and one reply per transaction, each a frame on both
     # sides, so each side's frames are about the client's transaction count.
     # The rate is only a liveness floor: two polling vCPUs share 2 host CPUs
-    # with everything else (142-1,369 trans/s measured, README "Guest pairs").
+    # with everything else (142-1,369 trans/s measured, docs/pairs.md).
     if not rr.get("transactions") or rr["transactions"] < 50:
         raise Fail(f"pair tcp_rr: expected >= 50 transactions in 2 s, saw {rr.get('transactions')}")
     both_counted(rr)

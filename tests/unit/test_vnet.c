@@ -1531,7 +1531,7 @@ static void test_rx_coalesce(void)
 	shim_halt_hook = NULL;
 }
 
-/* The known lost wake-up (README "Idle policy"): under QEMU 7.2's TCG
+/* The known lost wake-up (docs/idle.md): under QEMU 7.2's TCG
  * with one vCPU the re-arm's MFENCE emits nothing on the host, and a reply
  * that raced the re-arm was published with no interrupt (the device read
  * the old used_event). The sim's weak_order device sees only what the

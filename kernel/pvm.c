@@ -1,0 +1,85 @@
+/*
+ * pvm.c: native execution under this machine kind's kvm_pvm hypervisor.
+ * The only file that knows its ABI; nothing else depends on it.
+ *
+ * kvm_pvm ("Pagetable-based Virtual Machine") runs a guest without VMX/SVM:
+ * a guest that does not register with it stays at CPL 0 inside KVM's
+ * instruction emulator (every instruction emulated, ~4,000x slower than
+ * the CPU). The version on this machine kind does not follow the published
+ * X86 PVM Specification (no PVM CPUID leaves, MSRs 0x4b564df0-f7 #GP).
+ * What it does, measured with probe kernels (undocumented; re-check on a
+ * new host):
+ *  - MSR 0x4b564d11 reads 0x4d5650 ("PVM"), 0x4b564d12 0x1ff, 0x4b564d13
+ *    the TSC frequency in kHz;
+ *  - writing a page-aligned guest-physical address to MSR 0x4b564d10 from
+ *    64-bit code registers a shared page and switches the vCPU to native
+ *    execution at hardware CPL 3 (CS reads 0x33); the hypervisor writes
+ *    event flags at offset 0 of the page;
+ *  - from then on every page-table level must have U/S=1 (a supervisor
+ *    page refaults forever), privileged instructions (port I/O, MSRs,
+ *    CR writes, cli/sti/hlt) trap and are emulated one at a time, and
+ *    exceptions and interrupts arrive through the guest's own IDT.
+ * Detection is an rdmsr that may #GP (TCG reads 0, hardware KVM and bare
+ * metal fault), so it runs only under a KVM signature and through
+ * rdmsr_safe(); anywhere else pvm_init() does nothing.
+ */
+#include <string.h>
+#include "kernel/arch.h"
+#include "kernel/kernel.h"
+
+#define MSR_PVM_ENABLE 0x4b564d10  /* write: shared page's physical address */
+#define MSR_PVM_MAGIC  0x4b564d11  /* reads PVM_MAGIC */
+#define MSR_PVM_TSC    0x4b564d13  /* TSC frequency, kHz */
+#define PVM_MAGIC      0x4d5650ull /* "PVM" */
+
+/* Owned by the hypervisor once registered; the kernel never reads it. */
+static uint8_t shared_page[4096] __attribute__((aligned(4096)));
+static bool present, off, native;
+static uint64_t tsc_khz;
+
+static void enter_native(void)
+{
+	wrmsr(MSR_PVM_ENABLE, (uintptr_t)shared_page);
+	native = true;
+}
+
+void pvm_init(bool tables_user, const char *raw_cmdline)
+{
+	uint64_t v;
+	if (strcmp(cpu_accel(), "kvm") || !rdmsr_safe(MSR_PVM_MAGIC, &v) || v != PVM_MAGIC)
+		return;
+	present = true;
+	if (rdmsr_safe(MSR_PVM_TSC, &v))
+		tsc_khz = v;
+	/* pvm=off keeps the vCPU emulated, to compare; pvm_configure() claims
+	 * and checks the key, before that a substring test is enough. */
+	off = strstr(raw_cmdline, "pvm=off") != NULL;
+	/* The front-end's page tables must be user-accessible at every level
+	 * (PVH's are, UEFI's are not): else wait for paging_init()'s. */
+	if (!off && tables_user)
+		enter_native();
+}
+
+void pvm_after_paging(void)
+{
+	if (present && !off && !native)
+		enter_native();
+}
+
+void pvm_configure(void)
+{
+	static const char *const choices[] = {"auto", "off", NULL};
+	cmdline_choice("pvm", choices, 0);
+}
+
+const char *pvm_mode(void)
+{
+	if (!present)
+		return "none";
+	return native ? "native" : "emulated";
+}
+
+uint64_t pvm_tsc_khz(void)
+{
+	return tsc_khz;
+}
