@@ -58,10 +58,14 @@ struct tcp_pcb *tcpsrv_listen(uint16_t port, const struct tcpsrv_ops *ops);
  * lwIP callback must then return. */
 err_t tcpsrv_close(struct tcpsrv_conn *c, bool abort);
 
-/* ctl.c: UDP control port: "stop" ends a serving app cleanly */
-#define CTL_PORT 9999
-void ctl_start(void);
+/* ctl.c: UDP control port: "stop TOKEN" ends a serving app cleanly */
+#define CTL_PORT     9999
+#define CTL_PORT_STR "9999"
+void ctl_configure(void);    /* ctl=on|off, ctl.token= (every app claims them) */
+void ctl_start(void);        /* serving apps: open the port unless ctl=off */
+const char *ctl_label(void); /* "udp:9999" or "off", for the listening line */
 bool ctl_stop_requested(void);
+void ctl_print_counters(void); /* CTL {...}: requests, ok, unknown, denied */
 
 /* rr.c (+ rr_client.c, rr_server.c): TCP_RR / UDP_RR, sockperf-compatible */
 void rr_configure(void);

@@ -104,8 +104,8 @@ int echo_main(void)
 		kernel_error("echo", "cannot bind UDP port %d", ECHO_PORT);
 	udp_recv(u, on_udp, NULL);
 	ctl_start();
-	printf("echo listening tcp=%d udp=%d ctl=udp:%d seconds=%lu\n", ECHO_PORT, ECHO_PORT,
-	       CTL_PORT, seconds);
+	printf("echo listening tcp=%d udp=%d ctl=%s seconds=%lu\n", ECHO_PORT, ECHO_PORT,
+	       ctl_label(), seconds);
 
 	int r = net_run(stop_requested, NULL, seconds * 1000000000ull, NULL);
 	printf(
@@ -113,5 +113,6 @@ int echo_main(void)
 	    "\"udp_datagrams\":%lu,\"udp_bytes\":%lu}\n",
 	    r == 0 ? "ctl" : "time", tcp_conns, tcp_bytes, udp_datagrams, udp_bytes);
 	net_print_counters();
+	ctl_print_counters();
 	return EXIT_OK;
 }

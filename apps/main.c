@@ -39,6 +39,9 @@ void app_configure(void)
 		names[i] = apps[i].name;
 	names[ARRAY_SIZE(apps)] = NULL;
 	chosen = &apps[cmdline_choice("app", names, 0)];
+	/* Claimed whatever the app, so a harness may pass ctl.token= to every
+	 * boot; only serving apps open the port. */
+	ctl_configure();
 	if (chosen->configure)
 		chosen->configure();
 }

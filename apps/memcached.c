@@ -253,8 +253,8 @@ int memcached_main(void)
 	ctl_start();
 	const struct mc_store_stats *ss = mc_store_stats();
 	printf("memcached listening tcp=%u mem_mib=%lu pages=%lu classes=%lu buckets=%lu "
-	       "ctl=udp:%d\n",
-	       cfg.port, cfg.mem_mib, ss->pages_total, ss->classes, ss->hash_buckets, CTL_PORT);
+	       "ctl=%s\n",
+	       cfg.port, cfg.mem_mib, ss->pages_total, ss->classes, ss->hash_buckets, ctl_label());
 
 	if (net_run(got_command, NULL, cfg.wait_s * 1000000000ull, NULL) < 0)
 		kernel_error("memcached", "no command on TCP port %u within %lu s", cfg.port,
@@ -277,9 +277,11 @@ int memcached_main(void)
 	net_run(NULL, NULL, CLOSE_DRAIN_NS, NULL);
 	if (!commands) {
 		net_print_counters();
+		ctl_print_counters();
 		kernel_error("memcached", "no command in the measured interval");
 	}
 	report(commands, end - snap_a.ns, &at_begin);
 	net_print_counters();
+	ctl_print_counters();
 	return EXIT_OK;
 }

@@ -183,6 +183,7 @@ int rr_main(void)
 	/* a run that measured nothing did not complete: no RESULT for it */
 	if (rr_cfg.server ? !rr_st.messages : !rr_st.transactions) {
 		net_print_counters();
+		ctl_print_counters();
 		if (rr_cfg.server)
 			kernel_error("rr", "no request in the measured interval");
 		kernel_error("rr",
@@ -191,5 +192,6 @@ int rr_main(void)
 	}
 	report();
 	net_print_counters();
+	ctl_print_counters();
 	return EXIT_OK;
 }

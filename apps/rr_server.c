@@ -280,9 +280,9 @@ static void open_sockets(void)
 			kernel_error("rr", "cannot listen on TCP port %u", c->port);
 	}
 	ctl_start();
-	printf("rr server listening %s port=%u framing=%s resp=%s ctl=udp:%d wait=%lu\n",
+	printf("rr server listening %s port=%u framing=%s resp=%s ctl=%s wait=%lu\n",
 	       c->udp ? "udp" : "tcp", c->port, c->sockperf ? "sockperf" : "raw",
-	       c->resp_given ? "fixed" : "echo", CTL_PORT, c->timeout_s);
+	       c->resp_given ? "fixed" : "echo", ctl_label(), c->timeout_s);
 }
 
 void rr_server_run(void)

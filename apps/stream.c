@@ -229,10 +229,12 @@ int stream_main(void)
 	 * that moved corrupted data did, and its RESULT says how */
 	if (!stream_st.check_errors && !stream_st.rx_bytes && !stream_st.tx_bytes) {
 		net_print_counters();
+		ctl_print_counters();
 		kernel_error("stream", "no data moved in the measured interval");
 	}
 	report();
 	net_print_counters();
+	ctl_print_counters();
 	if (stream_st.check_errors)
 		kernel_error("stream", "pattern check: %lu bytes differ, first at data offset %lu",
 		             stream_st.check_errors, stream_st.first_bad);

@@ -247,8 +247,8 @@ void stream_server_run(void)
 		kernel_error("stream", "cannot listen on TCP port %u", c->port);
 	ctl_start();
 	expected = c->instances;
-	printf("stream server listening tcp port=%u msg=%u check=%d ctl=udp:%d wait=%lu\n", c->port,
-	       c->msg, c->check, CTL_PORT, c->timeout_s);
+	printf("stream server listening tcp port=%u msg=%u check=%d ctl=%s wait=%lu\n", c->port,
+	       c->msg, c->check, ctl_label(), c->timeout_s);
 
 	if (net_run(got_client, NULL, c->timeout_s * 1000000000ull, tick) < 0)
 		kernel_error("stream", "no iperf client on TCP port %u within %lu s", c->port,

@@ -260,7 +260,7 @@ uint64_t net_lwip_drops(void)
 {
 	return (uint64_t)lwip_stats.link.drop + lwip_stats.etharp.drop + lwip_stats.ip.drop +
 	       lwip_stats.icmp.drop + lwip_stats.udp.drop + lwip_stats.tcp.drop +
-	       vnetif_arpq_drops() + net_tcp_ooseq_drops();
+	       vnetif_arpq_drops() + net_tcp_ooseq_drops() + flood_frame_drops();
 }
 
 void net_print_state(void)
@@ -304,6 +304,14 @@ void net_print_counters(void)
 	       ns->tx_clones, offload_st.tx_csum, offload_st.tx_tso, offload_st.tx_acks,
 	       offload_st.tso_conns, offload_st.tso_no_pcb, ns->rx_copies, ns->rx_nomem, ns->rx_big,
 	       ns->rx_drops, ns->ip_frags, ns->arpq_queued, ns->arpq_sent);
+	const struct flood_stats *fs = flood_stats();
+	printf("FLOOD {\"synq_max\":%u,\"synq_peak\":%lu,\"synq_evicted\":%lu,"
+	       "\"arp_pending_max\":%u,\"arp_pending\":%lu,\"arp_pending_full\":%lu,"
+	       "\"arp_queue_max\":%u,\"arp_queue_full\":%lu,\"reply_rate\":%u,"
+	       "\"reply_limited\":%lu}\n",
+	       FLOOD_SYNQ_MAX, fs->synq_peak, fs->synq_evicted, FLOOD_ARP_PENDING_MAX,
+	       fs->arp_pending, fs->arp_pending_full, FLOOD_ARP_QUEUE_MAX, fs->arp_queue_full,
+	       FLOOD_REPLY_RATE, fs->reply_limited);
 	printf("LWIPSTATS {\"link_drop\":%u,\"link_err\":%u,\"link_memerr\":%u,\"tx_drops\":%lu,"
 	       "\"etharp_drop\":%u,\"ip_drop\":%u,\"ip_chkerr\":%u,\"ip_lenerr\":%u,"
 	       "\"icmp_drop\":%u,\"udp_drop\":%u,\"udp_chkerr\":%u,\"tcp_drop\":%u,"

@@ -69,6 +69,22 @@ void vnetif_print_pools(struct netif *netif);
 void vnetif_print_pool_line(struct vnet *vn); /* the POOLS line alone, any time */
 const struct vnetif_stats *vnetif_stats(void);
 
+/* flood.c: bounds on what a flood of unanswerable requests may hold */
+struct flood_stats {
+	uint64_t synq_evicted;     /* half-open pcbs abandoned for a newer SYN */
+	uint64_t synq_peak;        /* most half-open pcbs one listener had */
+	uint64_t arp_pending;      /* addresses pending ARP now (shadowed) */
+	uint64_t arp_pending_full; /* frames dropped: no free ARP slot for their address */
+	uint64_t arp_queue_full;   /* frames dropped: their address already has a full queue */
+	uint64_t reply_limited;    /* RSTs and ICMP errors over the reply rate, dropped */
+};
+/* netif->output: may this IPv4 datagram to dst leave now? false = drop it,
+ * counted (a pending ARP entry would recycle a resolved one, its queue is
+ * full, or it is an RST / ICMP error over the rate). */
+bool flood_output_admit(struct netif *netif, const struct pbuf *p, const ip4_addr_t *dst);
+const struct flood_stats *flood_stats(void);
+uint64_t flood_frame_drops(void); /* every frame flood.c dropped */
+
 /* offload.c: checksum offload and TSO on the lwIP side */
 struct offload_stats {
 	uint64_t tx_csum;    /* TCP frames sent NEEDS_CSUM */

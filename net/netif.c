@@ -178,6 +178,12 @@ static err_t vnetif_output(struct netif *netif, struct pbuf *p, const ip4_addr_t
 	} else {
 		uint64_t sent = ipv4_linkout;
 
+		/* Dropped and counted there; ERR_MEM is what lwIP itself returns
+		 * when no ARP entry is free (TCP retries from its timers). */
+		if (!flood_output_admit(netif, p, dst)) {
+			prof_exit();
+			return ERR_MEM;
+		}
 		output_depth++;
 		e = etharp_output(netif, p, dst);
 		output_depth--;

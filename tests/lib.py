@@ -11,6 +11,7 @@ import json
 import os
 import queue
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -298,6 +299,11 @@ class T:
         self.name = name
         self.guests = []
         self.cleanups = []
+        # The control port's shared secret for this test's appliances
+        # (apps/ctl.c): passed as ctl.token= and exported for netpeer.py and
+        # every other peer the test runs (VNETLAB_CTL_TOKEN).
+        self.ctl_token = secrets.token_hex(16)
+        os.environ["VNETLAB_CTL_TOKEN"] = self.ctl_token
 
     def start(self, append="", machine="pc", net="user", image=None, timeout=60, ns=None, extra=(), kernel=None,
               packed=False, accel=None, cpu=None, nic_opts=""):
@@ -313,7 +319,7 @@ class T:
         if image:
             argv += ["--image", image]
         else:
-            argv += ["--kernel", kernel or os.path.join(BUILD, "vnetlab.elf"), "--append", append]
+            argv += ["--kernel", kernel or os.path.join(BUILD, "vnetlab.elf"), "--append", self.with_token(append)]
         if extra:
             argv += ["--"] + list(extra)
         if ns:
@@ -321,6 +327,16 @@ class T:
         g = Guest(argv, timeout, self.name)
         self.guests.append(g)
         return g
+
+    SERVING = re.compile(r"(^|\s)app=(echo|rr|stream|memcached)(\s|$)")
+
+    def with_token(self, append):
+        """A serving app's command line gets this test's ctl.token= unless it
+        says ctl= or ctl.token= itself (other boots keep theirs verbatim:
+        test_boot compares the banner's cmdline)."""
+        if not self.SERVING.search(append) or re.search(r"(^|\s)ctl(\.token)?=", append):
+            return append
+        return f"{append.rstrip()} ctl.token={self.ctl_token}"
 
     def boot(self, **kw):
         """Boot, wait for the end, return the Guest."""

@@ -27,7 +27,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lib import NS_GUEST_IP, T, Fail  # noqa: E402
+from lib import NETPEER, NS_GUEST_IP, T, Fail  # noqa: E402
 
 # What must come back to its warm-up value (everything in POOLS but the
 # pools whose use is fixed: listening pcbs, timers, UDP pcbs).
@@ -62,9 +62,7 @@ def figure(kind, out):
 def pools(ns, g):
     """Ask the appliance for its POOLS line now; the parsed line."""
     before = len(g.lines)
-    r = ns.run([sys.executable, "-c", "import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
-                f"s.settimeout(5); s.sendto(b'pools', ('{NS_GUEST_IP}', 9999)); s.recv(16)"],
-               timeout=20, capture_output=True, text=True)
+    r = ns.run(NETPEER + ["ctl", NS_GUEST_IP, "pools"], timeout=20, capture_output=True, text=True)
     if r.returncode:
         raise Fail(f"no answer to 'pools' on the control port: {r.stderr[-300:]}")
     end = time.monotonic() + 10
@@ -103,8 +101,7 @@ def soak(t, kind, seconds, window, tol, warmup):
             else:
                 figs.append(f)
         p1 = pools(ns, g)
-        ns.run([sys.executable, "-c", "import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
-                f"s.settimeout(5); s.sendto(b'stop', ('{NS_GUEST_IP}', 9999)); s.recv(16)"], timeout=20)
+        ns.run(NETPEER + ["stop", NS_GUEST_IP], timeout=20, capture_output=True)
         g.wait()
     diff = {k: (p0.get(k), p1.get(k)) for k in POOL_KEYS if p0.get(k) != p1.get(k)}
     change = (figs[-1] - figs[0]) / figs[0] if figs[0] else float("inf")

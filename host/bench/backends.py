@@ -35,7 +35,14 @@ HOST_IP = "10.77.0.1"
 GUEST_IP = "10.77.0.2"
 PREFIX = 24
 TAP = "vnbtap0"
-CTL_PORT = 9999  # apps/apps.h: a "stop" datagram ends a serving app
+CTL_PORT = 9999  # apps/apps.h: a "stop TOKEN" datagram ends a serving app
+
+
+def ctl_request(cmd, token):
+    """A control request as apps/ctl.c obeys it, "COMMAND TOKEN" (the token
+    the run passed as ctl.token=); a Linux guest's init ends on any
+    datagram to the port, so it gets the bare command."""
+    return f"{cmd} {token}" if token else cmd
 
 # Same NIC as host/qemu-run.sh: modern-only virtio-net-pci, no option ROM.
 NIC = "virtio-net-pci,netdev=n0,disable-legacy=on,romfile="
@@ -144,10 +151,11 @@ class Backend:
         """(address, port) at which the host reaches a guest server port."""
         return self.guest_ip, port
 
-    def stop_guest(self):
+    def stop_guest(self, token=""):
         """Send the control "stop" datagram to a serving guest app."""
         addr, port = self.guest_port(CTL_PORT, "udp")
-        procs.run(self.wrap(["bash", "-c", f"echo -n stop >/dev/udp/{addr}/{port}"]), timeout=10, check=False)
+        procs.run(self.wrap(["bash", "-c", f"echo -n '{ctl_request('stop', token)}' >/dev/udp/{addr}/{port}"]),
+                  timeout=10, check=False)
 
     def teardown(self):
         if self.proc:
@@ -312,10 +320,10 @@ class User(Backend):
         fwd = ",".join(f"hostfwd={p}:127.0.0.1:{h}-:{g}" for (p, g), h in self.fwd.items())
         return ["--net", "none"], ["-netdev", f"user,id=n0,{fwd}", "-device", NIC]
 
-    def stop_guest(self):
+    def stop_guest(self, token=""):
         addr, port = self.guest_port(CTL_PORT, "udp")
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.sendto(b"stop", (addr, port))
+            s.sendto(ctl_request("stop", token).encode(), (addr, port))
 
 
 def close_all():

@@ -27,6 +27,7 @@ when it serves and one `RESULT {json}` or `ERROR {json}` line.
 import json
 import os
 import re
+import secrets
 import tempfile
 
 import backends
@@ -44,9 +45,10 @@ QEMU_RUN = os.path.join(TOP, "host", "qemu-run.sh")
 class Boot:
     """One running guest: its console, its accelerator, its QEMU PID."""
 
-    def __init__(self, proc):
+    def __init__(self, proc, ctl_token=""):
         self.proc = proc
         self._qemu = None
+        self.ctl_token = ctl_token  # the control port's secret for this run ("": none)
         self.qmp = None  # QMP socket path, where kvmstats may sample
 
     def qemu_pid(self):
@@ -174,7 +176,12 @@ class Vnetlab:
 
     def start(self, run, backend, timeout):
         kernel = self.kernels[run.variant]
-        cmdline = " ".join(f"{a}={b}" for a, b in self.keys(run, backend).items())
+        # A fresh control-port secret per run (apps/ctl.c): a stop or a
+        # state request from anyone else on the wire is ignored.
+        token = secrets.token_hex(16)
+        keys = self.keys(run, backend)
+        cmdline = " ".join(f"{a}={b}" for a, b in keys.items())
+        argv_cmdline = f"{cmdline} ctl.token={token}"
         net_opts, qemu_extra = backend.qemu_net()
         if self.packed.get(run.variant):
             # A RING=packed build refuses a device without RING_PACKED.
@@ -192,7 +199,7 @@ class Vnetlab:
         if accel != "tcg":
             qmp = kvmstats.socket_path(tempfile.mkdtemp(prefix="vnetbench-qmp-"))
             qemu_extra += ["-qmp", f"unix:{qmp},server=on,wait=off"]
-        argv = [QEMU_RUN, "--kernel", kernel, "--append", cmdline, "--accel", accel,
+        argv = [QEMU_RUN, "--kernel", kernel, "--append", argv_cmdline, "--accel", accel,
                 "--machine", qemu_machine(run, self.m), "--timeout", str(timeout), *net_opts]
         if getattr(self.m, "cpu", ""):
             argv[1:1] = ["--cpu", self.m.cpu]
@@ -200,7 +207,8 @@ class Vnetlab:
             argv += ["--", *qemu_extra]
         if self.m.pin.get("qemu"):
             argv = ["taskset", "-c", self.m.pin["qemu"]] + argv
-        boot = Boot(Proc("qemu", backend.wrap(argv)))
+        # The row's cmdline leaves the token out: it is no figure of the run.
+        boot = Boot(Proc("qemu", backend.wrap(argv)), token)
         boot.qmp = qmp
         return boot, cmdline
 

@@ -49,6 +49,7 @@ whole run).
 import json
 import os
 import re
+import secrets
 import shutil
 import statistics
 import tempfile
@@ -141,8 +142,9 @@ class Switch:
             "-chardev", f"socket,id=c0,path={self.sock(role)}", "-netdev", "vhost-user,id=n0,chardev=c0",
             "-device", backends.NIC + ",vectors=0"]
 
-    def stop_guest(self, ip):
-        procs.run(self.ns.wrap(["bash", "-c", f"echo -n stop >/dev/udp/{ip}/{backends.CTL_PORT}"]), timeout=10,
+    def stop_guest(self, ip, token=""):
+        msg = backends.ctl_request("stop", token)
+        procs.run(self.ns.wrap(["bash", "-c", f"echo -n '{msg}' >/dev/udp/{ip}/{backends.CTL_PORT}"]), timeout=10,
                   check=False)
 
     def drops(self):
@@ -223,6 +225,7 @@ def linux_keys(role, test, p, warmup):
 
 
 def start_side(kind, kernel, role, test, p, warmup, switch, timeout):
+    token = ""  # a Linux guest's init ends on any datagram to the control port
     net, extra = switch.qemu_net(role)
     extra = ["-name", f"{role},debug-threads=on", *extra]
     if kernel in PACKED_KERNELS:
@@ -240,8 +243,14 @@ def start_side(kind, kernel, role, test, p, warmup, switch, timeout):
     else:
         keys = appliance_keys(role, test, p, warmup)
         cmdline = " ".join(f"{a}={b}" for a, b in keys.items())
-        argv = [QEMU_RUN, "--kernel", kernel, "--append", cmdline, "--timeout", str(timeout), *net, "--", *extra]
-    return Proc(f"qemu-{role}", switch.ns.wrap(argv)), cmdline
+        # The control port's secret for this run (apps/ctl.c); kept out of
+        # the row's cmdline.
+        token = secrets.token_hex(16)
+        argv = [QEMU_RUN, "--kernel", kernel, "--append", f"{cmdline} ctl.token={token}", "--timeout", str(timeout),
+                *net, "--", *extra]
+    proc = Proc(f"qemu-{role}", switch.ns.wrap(argv))
+    proc.ctl_token = token
+    return proc, cmdline
 
 
 def result_of(proc, timeout):
@@ -332,7 +341,7 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
         client.wait(20)
         sres, _, serr = result_of(server, 8)
         if sres is None and serr is None:
-            switch.stop_guest(SERVER_IP)
+            switch.stop_guest(SERVER_IP, server.ctl_token)
             sres, _, serr = result_of(server, 15)
         server.wait(20)
         if serr:

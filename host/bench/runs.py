@@ -239,7 +239,7 @@ def execute(run, m, guest, logdir):
             # echo app (ping) and a server that missed it get "stop".
             kind, obj, t_res = boot.wait_result(1 if run.test == "ping" else 5)
             if kind in ("timeout",):
-                backend.stop_guest()
+                backend.stop_guest(boot.ctl_token)
                 kind, obj, t_res = boot.wait_result(15)
         else:
             kind, obj, t_res = boot.wait_result(m.run_timeout + 15)

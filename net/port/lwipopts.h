@@ -46,8 +46,10 @@
 #define LWIP_NETIF_LINK_CALLBACK      1 /* link status from the device */
 #define LWIP_NETIF_STATUS_CALLBACK    1 /* print the address once DHCP binds */
 #define ETHARP_SUPPORT_STATIC_ENTRIES 0
-#define ARP_TABLE_SIZE                16
-#define ETH_PAD_SIZE                  0
+/* Room for resolved peers beside the pending entries net/flood.c allows
+ * (FLOOD_ARP_PENDING_MAX), which may only take free slots. */
+#define ARP_TABLE_SIZE 32
+#define ETH_PAD_SIZE   0
 
 /* ---- full-size IP datagrams both ways (a stock guest answers `ping -s 65507`) ----
  * A 64 KB datagram is 45 fragments at a 1500-byte MTU. Reassembly holds each
@@ -64,12 +66,22 @@
 #define MEMP_NUM_FRAG_PBUF 96
 /* Frames waiting for an ARP reply are queued, not replaced: lwIP's default
  * (ARP_QUEUEING 0) frees the previous frame for the same address without a
- * counter, and ARP_QUEUE_LEN would drop the oldest the same way. The queue
- * is bounded by its pool (MEMP_NUM_ARP_QUEUE, 30), whose exhaustion is
- * counted (memp_err, a net warning line). test_robust: five replies
- * waiting for one ARP answer all go out (1 of 5 with lwIP's default). */
-#define ARP_QUEUEING  1
-#define ARP_QUEUE_LEN 0
+ * counter, and ARP_QUEUE_LEN would drop the oldest the same way. net/flood.c
+ * bounds the addresses pending at once and the frames queued on each
+ * (counted), and the pool holds them all, so it never runs dry.
+ * test_robust: five replies waiting for one ARP answer all go out (1 of 5
+ * with lwIP's default). */
+#define ARP_QUEUEING          1
+#define ARP_QUEUE_LEN         0
+#define FLOOD_ARP_PENDING_MAX 8
+#define FLOOD_ARP_QUEUE_MAX   8
+#define MEMP_NUM_ARP_QUEUE    (FLOOD_ARP_PENDING_MAX * FLOOD_ARP_QUEUE_MAX)
+/* A SYN flood (net/flood.c): half-open pcbs per listener before the oldest
+ * is evicted (a quarter of MEMP_NUM_TCP_PCB short of the pool: established
+ * connections keep room), and RSTs / ICMP errors per second (burst). */
+#define FLOOD_SYNQ_MAX    128
+#define FLOOD_REPLY_RATE  1000
+#define FLOOD_REPLY_BURST 250
 
 /* ---- TCP sized for RR with 100+ instances and bulk streams ---- */
 #define TCP_MSS                 1460 /* 1500 MTU - 40: what we advertise and what SYNs carry */
@@ -103,9 +115,11 @@
 #define TCP_LISTEN_BACKLOG         0
 /* net/offload.c keeps each connection's real MSS here while lwIP builds
  * 64 KB segments for TSO; the hook gives it the moment a connection is up. */
-#define LWIP_TCP_PCB_NUM_EXT_ARGS                                      1
-#define LWIP_HOOK_FILENAME                                             "net/port/hooks.h"
-#define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) offload_tcp_inpacket(pcb)
+#define LWIP_TCP_PCB_NUM_EXT_ARGS 1
+#define LWIP_HOOK_FILENAME        "net/port/hooks.h"
+/* ... and net/flood.c bounds half-open connections from the same hook,
+ * on a listening pcb just before it takes a SYN. */
+#define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) flood_tcp_inpacket(pcb, hdr)
 
 /* ---- checksums: per netif and per frame (net/offload.c) ----
  * Software by default; with the device's CSUM lwIP leaves TCP checksums to

@@ -33,6 +33,16 @@ what it was asked.
   halfopen IFACE GUEST_MAC HOST PORT BYTES SECONDS  a raw TCP peer sends
                       BYTES, takes the echo, then vanishes: no ACK, no ARP
                       reply, no FIN, for SECONDS
+  spoofflood IFACE GUEST_MAC HOST PORT N SOURCES SECONDS ECHO_PORT
+                      N SYNs to PORT within SECONDS, as raw Ethernet frames
+                      from SOURCES addresses inside the appliance's /24
+                      (10.77.0.100 up) that never answer ARP; then a real
+                      client (this namespace's own address) connects to
+                      ECHO_PORT and echoes 64 bytes, retrying with a fresh
+                      connection every 0.2 s: how long after the flood's
+                      last frame service was back (recovery_s), and how
+                      often the appliance had to ask ARP for that client
+                      meanwhile (arp_for_client: its entry was pushed out)
 """
 
 import json
@@ -393,6 +403,73 @@ def halfopen(iface, guest_mac, host, port, nbytes, seconds):
     return 0 if ok else 1
 
 
+def spoofflood(iface, guest_mac, host, port, n, nsrc, seconds, echo_port):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+    gmac = bytes.fromhex(guest_mac.replace(":", ""))
+    # ARP requests the appliance sends for the real client (this host):
+    # any means the flood pushed the client's resolved entry out.
+    me = socket.inet_aton(src_ip_for(host))
+    arps = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0806))
+    arps.bind((iface, 0x0806))
+    arps.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+    arps.setblocking(False)
+    # Built before the clock starts: Python must send 10,000 in 0.1 s.
+    frames = []
+    for i in range(n):
+        k = i % nsrc
+        src, smac = f"10.77.0.{100 + k}", bytes([0x02, 0x00, 0x00, 0x00, 0x77, k])
+        frames.append(gmac + smac + b"\x08\x00" + tcp_syn(src, host, 1024 + i % 60000, port,
+                                                           random.randrange(1 << 32)))
+    t0 = time.monotonic()
+    sent = 0
+    for i, f in enumerate(frames):
+        # Paced to the requested span, never faster (the host tap's queue
+        # would drop what the guest never sees).
+        ahead = t0 + seconds * i / n - time.monotonic()
+        if ahead > 0.001:
+            time.sleep(ahead)
+        try:
+            s.send(f)
+            sent += 1
+        except OSError:
+            pass
+    t_end = time.monotonic()
+    # The legitimate client: each attempt a new connection (a new SYN), so
+    # a lost first SYN costs 0.2 s here, not Linux's 1 s SYN retransmit.
+    attempts, errors, recovered = 0, [], None
+    while time.monotonic() - t_end < 30:
+        attempts += 1
+        try:
+            with socket.create_connection((host, echo_port), timeout=0.2) as c:
+                c.settimeout(1.0)
+                c.sendall(b"x" * 64)
+                got = b""
+                while len(got) < 64:
+                    b = c.recv(64 - len(got))
+                    if not b:
+                        raise OSError("closed")
+                    got += b
+                recovered = time.monotonic() - t_end
+                break
+        except OSError as e:
+            if len(errors) < 5:
+                errors.append(f"{time.monotonic() - t_end:.2f}s: {e}")
+    asked = 0
+    while True:
+        try:
+            f = arps.recv(2048)
+        except BlockingIOError:
+            break
+        if f[6:12] == gmac and f[20:22] == b"\x00\x01" and f[38:42] == me:
+            asked += 1
+    out(test="spoofflood", port=port, syns=sent, sources=nsrc, flood_s=round(t_end - t0, 3),
+        recovery_s=None if recovered is None else round(recovered, 3), attempts=attempts, errors=errors,
+        arp_for_client=asked)
+    return 0 if recovered is not None else 1
+
+
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "frags":
@@ -410,6 +487,9 @@ def main(argv):
         return arpqueue(argv[2], argv[3], argv[4], int(argv[5]), argv[6:] == ["never"])
     if cmd == "halfopen":
         return halfopen(argv[2], argv[3], argv[4], int(argv[5]), int(argv[6]), float(argv[7]))
+    if cmd == "spoofflood":
+        return spoofflood(argv[2], argv[3], argv[4], int(argv[5]), int(argv[6]), int(argv[7]), float(argv[8]),
+                          int(argv[9]))
     print(__doc__, file=sys.stderr)
     return 2
 

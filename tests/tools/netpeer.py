@@ -16,6 +16,8 @@ one JSON line with what it saw and exits non-zero on a mismatch.
   echo-listen PORT                accept one TCP connection on 127.0.0.1,
                                   echo until EOF, report the SHA-256 seen
   stop HOST                       ask a serving app to stop (UDP ctl port)
+  ctl HOST COMMAND                send a control request (stop, pools, state),
+                                  wait for its "ok"
   inject IFACE GUEST_MAC GUEST_IP HOST_IP   send malformed frames
 """
 
@@ -30,6 +32,13 @@ import threading
 import time
 
 CTL_PORT = 9999
+# A control request is "COMMAND TOKEN" (apps/ctl.c): the harness that booted
+# the appliance with ctl.token= exports the same token here (tests/lib.py).
+CTL_TOKEN = os.environ.get("VNETLAB_CTL_TOKEN", "")
+
+
+def ctl_request(cmd):
+    return f"{cmd} {CTL_TOKEN}".encode()
 
 
 def out(**kw):
@@ -45,7 +54,7 @@ STALL_ASK, STALL_FAIL = (int(x) for x in os.environ.get("VNETLAB_NETPEER_STALL",
 def ask_state(host):
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-            u.sendto(b"state", (host, CTL_PORT))
+            u.sendto(ctl_request("state"), (host, CTL_PORT))
     except OSError:
         pass
 
@@ -240,19 +249,21 @@ def echo_listen(port):
     return 0
 
 
-def stop(host):
+def ctl(host, cmd):
+    """A control request, retried: a request without the right token gets
+    no answer at all, so "no answer" is also what a wrong token looks like."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(1.0)
     for _ in range(5):
-        s.sendto(b"stop", (host, CTL_PORT))
+        s.sendto(ctl_request(cmd), (host, CTL_PORT))
         try:
             data, _ = s.recvfrom(64)
             if data.startswith(b"ok"):
-                out(test="stop", ok=True)
+                out(test=cmd, ok=True)
                 return 0
         except socket.timeout:
             pass
-    out(test="stop", ok=False)
+    out(test=cmd, ok=False, token_set=bool(CTL_TOKEN))
     return 1
 
 
@@ -333,7 +344,9 @@ def main(argv):
     if cmd == "echo-listen":
         return echo_listen(int(argv[2]))
     if cmd == "stop":
-        return stop(argv[2])
+        return ctl(argv[2], "stop")
+    if cmd == "ctl":
+        return ctl(argv[2], argv[3])
     if cmd == "inject":
         return inject(*argv[2:6])
     print(__doc__, file=sys.stderr)
