@@ -309,8 +309,10 @@ static void open_instance(struct inst *in)
 		             (unsigned)(in - insts));
 	tcp_nagle_disable(in->tcp); /* a request goes out the moment it is written */
 	tcpconn_attach(in->tcp, in, on_recv, on_sent, on_err);
-	if (tcp_connect(in->tcp, &rr_cfg.peer, rr_cfg.port, on_connected) != ERR_OK)
-		kernel_error("rr", "tcp_connect to %s:%u failed", peer_str(), rr_cfg.port);
+	err_t e = tcp_connect(in->tcp, &rr_cfg.peer, rr_cfg.port, on_connected);
+	if (e != ERR_OK)
+		kernel_error("rr", "tcp_connect to %s:%u failed: lwIP err %d", peer_str(),
+		             rr_cfg.port, (int)e);
 }
 
 static bool all_connected(void *unused)

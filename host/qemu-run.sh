@@ -130,27 +130,25 @@ kvm_pick() {
 		[ -n "$kvm_cpu" ]
 		return
 	fi
-	local models=(host) msrs m
-	if ! kvm_probe host; then
-		msrs=$(grep -o 'failed to set MSR 0x[0-9a-f]*' "$tmp/probe.err" | awk '{print $NF}' | sort -u)
+	local models=() x m
+	kvm_cpu=""
+	if kvm_probe host; then
+		kvm_cpu=host
+	else
+		kvm_why="-cpu host refused: $(grep -m1 -o 'failed to set MSR 0x[0-9a-f]* to 0x[0-9a-f]*\|error.*' "$tmp/probe.err" || echo 'probe boot failed')"
 		m=host
-		for x in $msrs; do
+		for x in $(grep -o 'failed to set MSR 0x[0-9a-f]*' "$tmp/probe.err" | awk '{print $NF}' | sort -u); do
 			case "$x" in 0x10a) m="$m,-arch-capabilities" ;; esac
 		done
 		[ "$m" != host ] && models+=("$m")
 		models+=(qemu64,+x2apic,+tsc-deadline,+invtsc qemu64)
+		for m in "${models[@]}"; do
+			if kvm_probe "$m"; then
+				kvm_cpu=$m
+				break
+			fi
+		done
 	fi
-	kvm_cpu=""
-	for m in "${models[@]}"; do
-		if [ "$m" = host ] && [ "${#models[@]}" -gt 1 ]; then
-			kvm_why="-cpu host refused: $(grep -m1 -o 'failed to set MSR 0x[0-9a-f]* to 0x[0-9a-f]*\|error.*' "$tmp/probe.err" || echo 'probe boot failed')"
-			continue
-		fi
-		if [ "$m" = host ] || kvm_probe "$m"; then
-			kvm_cpu=$m
-			break
-		fi
-	done
 	[ -n "$kvm_cpu" ] || kvm_why="no CPU model boots under KVM ($(head -c 200 "$tmp/probe.err" | tr '\n' ' '))"
 	printf 'kvm_cpu=%q\nkvm_mode=%q\nkvm_why=%q\n' "$kvm_cpu" "$kvm_mode" "$kvm_why" >"$cache"
 	[ -n "$kvm_cpu" ]

@@ -141,24 +141,30 @@ static inline uint64_t rdmsr(uint32_t msr)
 	return ((uint64_t)hi << 32) | lo;
 }
 
-/* rdmsr of an MSR that may not exist: false (and *v untouched) when it
- * raises #GP. trap.c resumes a #GP at trap_fixup_rip at trap_fixup_to; one
- * probe at a time (single CPU, interrupts off). */
+/* One instruction that may raise #GP: trap.c resumes a #GP at
+ * trap_fixup_rip at trap_fixup_to, and %[ok] (an "=&r" int operand) says
+ * whether it ran. One probe at a time (single CPU, interrupts off); r8 is
+ * clobbered. */
 extern uint64_t trap_fixup_rip, trap_fixup_to;
+#define ARCH_GP_FIXUP(insn)                                                                        \
+	"leaq 1f(%%rip), %%r8\n\t"                                                                 \
+	"movq %%r8, trap_fixup_rip(%%rip)\n\t"                                                     \
+	"leaq 2f(%%rip), %%r8\n\t"                                                                 \
+	"movq %%r8, trap_fixup_to(%%rip)\n\t"                                                      \
+	"movl $1, %[ok]\n"                                                                         \
+	"1:\t" insn "\n\t"                                                                         \
+	"jmp 3f\n"                                                                                 \
+	"2:\tmovl $0, %[ok]\n"                                                                     \
+	"3:\tmovq $0, trap_fixup_rip(%%rip)"
+
+/* rdmsr of an MSR that may not exist: false (and *v untouched) when it
+ * raises #GP. */
 static inline bool rdmsr_safe(uint32_t msr, uint64_t *v)
 {
 	uint32_t lo, hi;
 	int ok;
-	__asm__ volatile("leaq 1f(%%rip), %%r8\n\t"
-	                 "movq %%r8, trap_fixup_rip(%%rip)\n\t"
-	                 "leaq 2f(%%rip), %%r8\n\t"
-	                 "movq %%r8, trap_fixup_to(%%rip)\n\t"
-	                 "movl $1, %2\n"
-	                 "1:\trdmsr\n\t"
-	                 "jmp 3f\n"
-	                 "2:\tmovl $0, %2\n"
-	                 "3:\tmovq $0, trap_fixup_rip(%%rip)"
-	                 : "=a"(lo), "=d"(hi), "=&r"(ok)
+	__asm__ volatile(ARCH_GP_FIXUP("rdmsr")
+	                 : "=a"(lo), "=d"(hi), [ok] "=&r"(ok)
 	                 : "c"(msr)
 	                 : "r8", "memory");
 	if (ok)

@@ -53,26 +53,17 @@ static void test_clock(void)
 
 #define MSR_APIC_BASE 0x1b
 
-/* A load through trap.c's #GP fixup, shaped like rdmsr_safe(); callee-
- * saved registers hold canaries across the fault. */
+/* A load through the same #GP fixup as rdmsr_safe(); r12, callee-saved,
+ * holds a canary across the fault. */
 static bool load_safe(uint64_t addr, uint64_t *v, uint64_t *canary)
 {
-	uint64_t val = 0, c = 0x1122334455667788ull;
+	uint64_t val = 0;
+	register uint64_t c __asm__("r12") = 0x1122334455667788ull;
 	int ok;
-	__asm__ volatile("leaq 1f(%%rip), %%r8\n\t"
-	                 "movq %%r8, trap_fixup_rip(%%rip)\n\t"
-	                 "leaq 2f(%%rip), %%r8\n\t"
-	                 "movq %%r8, trap_fixup_to(%%rip)\n\t"
-	                 "movq %[c], %%r12\n\t"
-	                 "movl $1, %[ok]\n"
-	                 "1:\tmovq (%[a]), %[val]\n\t"
-	                 "jmp 3f\n"
-	                 "2:\tmovl $0, %[ok]\n"
-	                 "3:\tmovq $0, trap_fixup_rip(%%rip)\n\t"
-	                 "movq %%r12, %[c]"
-	                 : [val] "+r"(val), [ok] "=&r"(ok), [c] "+r"(c)
+	__asm__ volatile(ARCH_GP_FIXUP("movq (%[a]), %[val]")
+	                 : [val] "+r"(val), [ok] "=&r"(ok), "+r"(c)
 	                 : [a] "r"(addr)
-	                 : "r8", "r12", "memory");
+	                 : "r8", "memory");
 	*v = val;
 	*canary = c;
 	return ok;
