@@ -42,6 +42,14 @@ static inline uint32_t inl(uint16_t port)
 	return v;
 }
 
+/* String output: n bytes to one port, one instruction (fewer instructions
+ * to emulate where the hypervisor emulates port I/O; each byte is still
+ * one device access). */
+static inline void outsb(uint16_t port, const void *p, unsigned long n)
+{
+	__asm__ volatile("rep outsb" : "+S"(p), "+c"(n) : "d"(port) : "memory");
+}
+
 /* ---- MMIO: one access of exactly the given width, never merged or split ---- */
 static inline uint8_t mmio_read8(uintptr_t a)
 {

@@ -44,6 +44,7 @@ void kernel_exit(int status)
 		printf("vnetlab exit status=%d\n", status);
 		fflush(stdout);
 	}
+	serial_flush();
 	if (halt_on_exit) {
 		printf("vnetlab halted (halt=1)\n");
 		for (;;)

@@ -36,7 +36,9 @@ uint64_t halt_until(uint64_t deadline_ns)
 	if (deadline_ns <= t0)
 		return 0;
 	apic_timer_arm(deadline_ns);
+	pvm_irq_window_open();
 	cpu_sti_hlt_cli();
+	pvm_irq_window_close();
 	apic_timer_cancel();
 	uint64_t dt = clock_ns() - t0;
 	st.halts++;
@@ -51,7 +53,22 @@ const struct halt_stats *halt_stats(void)
 	return &st;
 }
 
+/* A halt this short takes an interrupt already latched at once, and
+ * otherwise ends on the timer. */
+#define LET_IN_HALT_NS 50000
+
 void halt_let_pending_in(void)
 {
+	/* kvm_pvm injects interrupts into an emulated vCPU only where it
+	 * stops emulating (a halt), not after `sti; nop` (pvm.c): there a
+	 * latched interrupt comes in through a short halt. */
+	if (pvm_irq_needs_halt()) {
+		apic_timer_arm(clock_ns() + LET_IN_HALT_NS);
+		pvm_irq_window_open();
+		cpu_sti_hlt_cli();
+		pvm_irq_window_close();
+		apic_timer_cancel();
+		return;
+	}
 	cpu_sti_nop_cli();
 }

@@ -27,7 +27,7 @@ enum {
 /* serial.c: COM1 16550, polled */
 void serial_init(void);
 void serial_putc(char c);
-void serial_write(const char *s, size_t n);
+void serial_flush(void); /* write out bytes held for the FIFO */
 
 /* console.c: picolibc stdio on the serial port; machine-readable error lines */
 void console_init(void);
@@ -60,6 +60,12 @@ void pvm_after_paging(void);
 void pvm_configure(void);   /* claims pvm=auto|off */
 const char *pvm_mode(void); /* "native", "emulated" or "none" (not kvm_pvm) */
 uint64_t pvm_tsc_khz(void); /* the hypervisor's TSC kHz; 0 if none */
+/* Around the only places interrupts are enabled (halt.c): a native vCPU
+ * is given no interrupts, so it runs emulated in between. No-ops unless
+ * native. */
+void pvm_irq_window_open(void);
+void pvm_irq_window_close(void);
+bool pvm_irq_needs_halt(void); /* interrupts come in only at a halt */
 
 /* trap.c: exception vectors -> report and exit; the IDT */
 void trap_init(void);

@@ -18,7 +18,20 @@
  *  - from then on every page-table level must have U/S=1 (a supervisor
  *    page refaults forever), privileged instructions (port I/O, MSRs,
  *    CR writes, cli/sti/hlt) trap and are emulated one at a time, and
- *    exceptions and interrupts arrive through the guest's own IDT.
+ *    exceptions arrive through the guest's own IDT;
+ *  - external interrupts are NOT injected into a native vCPU: the timer's
+ *    or an MSI's vector stays latched in the LAPIC's IRR (read back via
+ *    x2APIC MSR 0x821 after a 50 ms spin with sti and a 1 ms timer), and a
+ *    native `hlt` returns without delivering it, whatever the shared page
+ *    holds (0x200 at offset 0 or in every word tried);
+ *  - writing 0 to MSR 0x4b564d10 unregisters: the vCPU is emulated again
+ *    (CS reads 0x08) and takes the latched interrupt at `sti; hlt`, but
+ *    not at `sti; nop; cli` (KVM injects where emulation stops: found as
+ *    "lost" wake-ups with the vector still in the IRR); registering again
+ *    costs ~47 us (one nested exit).
+ * So interrupts are enabled only inside halt.c's halt, and a native vCPU
+ * leaves native mode around it (pvm_irq_window_open/close): a polling
+ * build never pays for it, a halting one pays two MSR writes per halt.
  * Detection is an rdmsr that may #GP (TCG reads 0, hardware KVM and bare
  * metal fault), so it runs only under a KVM signature and through
  * rdmsr_safe(); anywhere else pvm_init() does nothing.
@@ -58,6 +71,29 @@ void pvm_init(bool tables_user, const char *raw_cmdline)
 	 * (PVH's are, UEFI's are not): else wait for paging_init()'s. */
 	if (!off && tables_user)
 		enter_native();
+}
+
+static bool window; /* unregistered for an interrupt window */
+
+void pvm_irq_window_open(void)
+{
+	if (native && !window) {
+		wrmsr(MSR_PVM_ENABLE, 0);
+		window = true;
+	}
+}
+
+void pvm_irq_window_close(void)
+{
+	if (window) {
+		wrmsr(MSR_PVM_ENABLE, (uintptr_t)shared_page);
+		window = false;
+	}
+}
+
+bool pvm_irq_needs_halt(void)
+{
+	return native;
 }
 
 void pvm_after_paging(void)

@@ -75,6 +75,17 @@ def test_rdmsr_safe_resumes_a_gp(t):
     g.expect(r"^selftest msr apic_base=0xfee00[0-9a-f]{3} non_canonical=gp canary=0x1122334455667788 mapped=read$")
 
 
+def test_exit_cost_selftest(t):
+    # test=exits: the cost of one port write, port read, 16-byte string
+    # write and CPUID, as medians of 64; test_kvm runs it under KVM.
+    g = t.boot(append="test=exits")
+    g.expect_ok()
+    m = g.expect(r"^selftest exits accel=(\w+) kvm_mode=(\w+) outb_cycles=(\d+) inb_cycles=(\d+) "
+                 r"outsb16_cycles=(\d+) cpuid_cycles=(\d+) outb_ns=(\d+)$")
+    if not all(int(m.group(i)) > 0 for i in range(3, 7)):
+        raise Fail(f"test=exits measured a zero cost: {m.group(0)}")
+
+
 def test_cmdline_good_keys(t):
     g = t.boot(append="halt=0 test=none app=none")
     g.expect_ok()
