@@ -69,8 +69,11 @@ int apic_init(char *err, size_t errlen)
 		snprintf(err, errlen, "CPU has no local APIC (CPUID.1:EDX[9] clear)");
 		return -1;
 	}
-	x2 = r[2] & (1u << 21);
-	tsc_deadline = r[2] & (1u << 24);
+	/* kvm_pvm's native mode offers x2APIC and the TSC-deadline timer, but
+	 * with either an MSI during a halt sometimes left the vCPU halted
+	 * until the timer (pvm.c): the xAPIC and its one-shot timer there. */
+	x2 = (r[2] & (1u << 21)) && pvm_apic_extras_ok();
+	tsc_deadline = (r[2] & (1u << 24)) && pvm_apic_extras_ok();
 	uint64_t base = rdmsr(MSR_APIC_BASE);
 	/* xAPIC -> x2APIC is the one legal transition (SDM 11.12.5): set EN,
 	 * then EXTD. */

@@ -28,7 +28,7 @@ int halt_init(char *err, size_t errlen)
 	return 0;
 }
 
-uint64_t halt_until(uint64_t deadline_ns)
+uint64_t halt_until_idle(uint64_t deadline_ns, bool (*busy)(void *), void *arg)
 {
 	uint64_t fired = irq_count(timer_vec);
 	uint64_t t0 = clock_ns();
@@ -36,9 +36,19 @@ uint64_t halt_until(uint64_t deadline_ns)
 	if (deadline_ns <= t0)
 		return 0;
 	apic_timer_arm(deadline_ns);
-	pvm_irq_window_open();
+	bool opened = pvm_irq_window_open();
+	/* Where interrupts raised before the window may stay latched
+	 * (kvm_pvm native: pvm.c), the caller's last look for work comes
+	 * after it opened: what arrived since the caller armed is seen here,
+	 * what arrives from now on interrupts the halt. */
+	if (opened && busy && busy(arg)) {
+		pvm_irq_window_close();
+		apic_timer_cancel();
+		return 0;
+	}
 	cpu_sti_hlt_cli();
-	pvm_irq_window_close();
+	if (opened)
+		pvm_irq_window_close();
 	apic_timer_cancel();
 	uint64_t dt = clock_ns() - t0;
 	st.halts++;
@@ -46,6 +56,11 @@ uint64_t halt_until(uint64_t deadline_ns)
 	if (irq_count(timer_vec) != fired)
 		st.timer_wakes++;
 	return dt;
+}
+
+uint64_t halt_until(uint64_t deadline_ns)
+{
+	return halt_until_idle(deadline_ns, NULL, NULL);
 }
 
 const struct halt_stats *halt_stats(void)
@@ -64,9 +79,10 @@ void halt_let_pending_in(void)
 	 * latched interrupt comes in through a short halt. */
 	if (pvm_irq_needs_halt()) {
 		apic_timer_arm(clock_ns() + LET_IN_HALT_NS);
-		pvm_irq_window_open();
+		bool opened = pvm_irq_window_open();
 		cpu_sti_hlt_cli();
-		pvm_irq_window_close();
+		if (opened)
+			pvm_irq_window_close();
 		apic_timer_cancel();
 		return;
 	}

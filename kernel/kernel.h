@@ -62,10 +62,11 @@ const char *pvm_mode(void); /* "native", "emulated" or "none" (not kvm_pvm) */
 uint64_t pvm_tsc_khz(void); /* the hypervisor's TSC kHz; 0 if none */
 /* Around the only places interrupts are enabled (halt.c): a native vCPU
  * is given no interrupts, so it runs emulated in between. No-ops unless
- * native. */
-void pvm_irq_window_open(void);
+ * native; open says whether it opened (false: not native, or open). */
+bool pvm_irq_window_open(void);
 void pvm_irq_window_close(void);
 bool pvm_irq_needs_halt(void); /* interrupts come in only at a halt */
+bool pvm_apic_extras_ok(void); /* false: xAPIC and its one-shot timer only */
 
 /* trap.c: exception vectors -> report and exit; the IDT */
 void trap_init(void);
@@ -120,6 +121,10 @@ int halt_init(char *err, size_t errlen); /* irq_init + timer; idempotent */
  * armed its wake-up sources and re-checked for work with interrupts off.
  * Returns the ns halted. */
 uint64_t halt_until(uint64_t deadline_ns);
+/* The same, with busy(arg) (the caller's re-check) asked once more where
+ * the platform takes interrupts only inside a window halt.c must open
+ * first (kvm_pvm native); true there: no halt, returns 0. */
+uint64_t halt_until_idle(uint64_t deadline_ns, bool (*busy)(void *), void *arg);
 const struct halt_stats *halt_stats(void);
 void halt_let_pending_in(void); /* deliver interrupts already latched, then off again */
 

@@ -113,6 +113,26 @@ static void vnet_idle_rx_adapt(struct vnet *vn, uint16_t k, uint16_t got, bool b
 	vn->idle.coal_k = next;
 }
 
+struct vnet_idle_armed {
+	struct vnet *vn;
+	uint16_t rx_k;
+	bool tx_arm;
+};
+
+/* Step 2's re-check, once more for halt_until_idle(): work that arrived
+ * after the re-arm, whose interrupt may not come (kernel/halt.c). */
+static bool vnet_idle_busy(void *arg)
+{
+	struct vnet_idle_armed *a = arg;
+
+	if (virtq_used_count(&a->vn->rxq) >= a->rx_k ||
+	    (a->tx_arm && virtq_used_count(&a->vn->txq)) || virtio_dev_config_changed(&a->vn->vd)) {
+		a->vn->idle.arm_races++;
+		return true;
+	}
+	return false;
+}
+
 static void vnet_idle_halt(struct vnet *vn, uint64_t now, vnet_deadline_fn deadline, void *arg)
 {
 	uint16_t rx_k = vnet_idle_rx_k(vn);
@@ -152,8 +172,9 @@ static void vnet_idle_halt(struct vnet *vn, uint64_t now, vnet_deadline_fn deadl
 		/* 3. */
 		uint64_t timer = halt_stats()->timer_wakes, halts = halt_stats()->halts;
 		uint64_t irqs = vnet_idle_irqs(vn);
+		struct vnet_idle_armed armed = {vn, rx_k, tx_arm};
 
-		vn->idle.halted_ns += halt_until(until);
+		vn->idle.halted_ns += halt_until_idle(until, vnet_idle_busy, &armed);
 		vn->idle.halts += halt_stats()->halts - halts; /* 0 if the deadline had passed */
 		if (rx_k > 1)
 			vn->idle.coal_halts++;
