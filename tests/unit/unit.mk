@@ -78,13 +78,17 @@ $(UNIT_DIR)/obj/%.o: %.c $(UNIT_DEPS)
 	@mkdir -p $(@D)
 	@$(UNIT_CC) $(UNIT_CFLAGS) -c $< -o $@
 
-$(UNIT_DIR)/test_virtq: tests/unit/test_virtq.c $(UNIT_SPLIT_OBJS) $(UNIT_DEPS)
+# The ring contract (test_ring_contract.c), one binary per ring file, each
+# with its layout's own tests (ring_contract.h).
+$(UNIT_DIR)/test_virtq: tests/unit/test_ring_contract.c tests/unit/test_virtq.c $(UNIT_SPLIT_OBJS) \
+		$(UNIT_DEPS)
 	@echo "  HOSTCC  $@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) $< $(UNIT_SPLIT_OBJS) -o $@
+	@$(UNIT_CC) $(UNIT_CFLAGS) $(filter %.c,$^) $(UNIT_SPLIT_OBJS) -o $@
 
-$(UNIT_DIR)/test_virtq_packed: tests/unit/test_virtq_packed.c $(UNIT_PACKED_OBJS) $(UNIT_DEPS)
+$(UNIT_DIR)/test_virtq_packed: tests/unit/test_ring_contract.c tests/unit/test_virtq_packed.c \
+		$(UNIT_PACKED_OBJS) $(UNIT_DEPS)
 	@echo "  HOSTCC  $@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) $< $(UNIT_PACKED_OBJS) -o $@
+	@$(UNIT_CC) $(UNIT_CFLAGS) $(filter %.c,$^) $(UNIT_PACKED_OBJS) -o $@
 
 # The transport's config reads, with MMIO accesses traced (mmio_trace.h
 # replaces kernel/arch.h for virtio_pci.c only).
