@@ -27,7 +27,7 @@
 #include <string.h>
 #include "apps/apps.h"
 #include "apps/memcached.h"
-#include "apps/result.h"
+#include "apps/lib/result.h"
 #include "kernel/kernel.h"
 #include "lwip/tcp.h"
 #include "net/net.h"

@@ -36,7 +36,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "apps/apps.h"
-#include "apps/result.h"
+#include "apps/lib/result.h"
 #include "apps/rr.h"
 #include "kernel/kernel.h"
 #include "net/net.h"

@@ -34,7 +34,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "apps/apps.h"
-#include "apps/result.h"
+#include "apps/lib/result.h"
 #include "apps/stream.h"
 #include "kernel/kernel.h"
 #include "kernel/prof.h"

@@ -300,7 +300,7 @@ class T:
         self.guests = []
         self.cleanups = []
         # The control port's shared secret for this test's appliances
-        # (apps/ctl.c): passed as ctl.token= and exported for netpeer.py and
+        # (apps/lib/ctl.c): passed as ctl.token= and exported for netpeer.py and
         # every other peer the test runs (VNETLAB_CTL_TOKEN).
         self.ctl_token = secrets.token_hex(16)
         os.environ["VNETLAB_CTL_TOKEN"] = self.ctl_token

@@ -176,7 +176,7 @@ class Vnetlab:
 
     def start(self, run, backend, timeout):
         kernel = self.kernels[run.variant]
-        # A fresh control-port secret per run (apps/ctl.c): a stop or a
+        # A fresh control-port secret per run (apps/lib/ctl.c): a stop or a
         # state request from anyone else on the wire is ignored.
         token = secrets.token_hex(16)
         keys = self.keys(run, backend)

@@ -102,7 +102,7 @@ def guest_window(obj, t_line):
 
 
 def hist_of(lines):
-    """The guest's HIST line (apps/result.h) as a dict, or None."""
+    """The guest's HIST line (apps/lib/result.h) as a dict, or None."""
     for l in lines:
         if l.startswith("HIST {"):
             try:

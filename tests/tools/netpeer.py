@@ -32,7 +32,7 @@ import threading
 import time
 
 CTL_PORT = 9999
-# A control request is "COMMAND TOKEN" (apps/ctl.c): the harness that booted
+# A control request is "COMMAND TOKEN" (apps/lib/ctl.c): the harness that booted
 # the appliance with ctl.token= exports the same token here (tests/lib.py).
 CTL_TOKEN = os.environ.get("VNETLAB_CTL_TOKEN", "")
 

@@ -21,7 +21,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "apps/apps.h"
+#include "apps/lib/lib.h"
 #include "kernel/kernel.h"
 #include "lwip/udp.h"
 #include "net/net.h"

@@ -8,7 +8,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "apps/result.h"
+#include "apps/lib/result.h"
 #include "kernel/kernel.h"
 #include "net/net.h"
 

@@ -30,7 +30,7 @@
 #define VNETLAB_RESULT_H
 
 #include <stdint.h>
-#include "apps/hist.h"
+#include "apps/lib/hist.h"
 #include "drivers/virtio/vnet.h"
 #include "kernel/prof.h"
 #include "net/net.h"
