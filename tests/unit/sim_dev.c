@@ -35,6 +35,17 @@ void sim_reset(uint64_t offered)
 		sim.q[i].rng = 12345u + (uint32_t)i;
 }
 
+void sim_net_reset(uint64_t offered, uint16_t mtu)
+{
+	static const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
+
+	sim_reset(offered);
+	memcpy(sim.cfg + VIRTIO_NET_CFG_MAC, mac, 6);
+	sim.cfg[VIRTIO_NET_CFG_STATUS] = VIRTIO_NET_S_LINK_UP;
+	sim.cfg[VIRTIO_NET_CFG_MTU] = mtu & 0xff;
+	sim.cfg[VIRTIO_NET_CFG_MTU + 1] = mtu >> 8;
+}
+
 /* What the device sees of the driver's notification request (weak_order:
  * as of the driver's last register access). */
 static uint16_t sim_used_event(const struct sim_queue *q)

@@ -25,15 +25,9 @@ static void on_tx_done(void *arg, void *cookie)
 
 void dev_config(uint64_t offered, enum sim_mode mode)
 {
-	static const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
-
 	shim_reset();
-	sim_reset(offered);
+	sim_net_reset(offered, 1500);
 	sim.mode = mode;
-	memcpy(sim.cfg + VIRTIO_NET_CFG_MAC, mac, 6);
-	sim.cfg[VIRTIO_NET_CFG_STATUS] = VIRTIO_NET_S_LINK_UP;
-	sim.cfg[VIRTIO_NET_CFG_MTU] = 1500 & 0xff;
-	sim.cfg[VIRTIO_NET_CFG_MTU + 1] = 1500 >> 8;
 	memset(done_count, 0, sizeof(done_count));
 	done_total = done_twice = 0;
 	sent_sum = 0;
