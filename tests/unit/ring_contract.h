@@ -30,6 +30,12 @@ void ring_setup(uint16_t size, bool event_idx, enum sim_mode mode);
 int ring_add_dir(unsigned n, uintptr_t token, bool writable);
 int ring_add(unsigned n, uintptr_t token);
 void ring_kick(void);
+/* n one-descriptor chains (tokens 1..n) added, published, kicked and
+ * taken by the device, none completed; used-buffer notifications off. */
+void ring_post_taken(unsigned n);
+/* The device takes and completes up to n chains; the driver takes back
+ * every completion. */
+void ring_device_round(unsigned n);
 
 /* A wraparound run: random chains, reordered completions, many laps. */
 struct ring_wrap_case {

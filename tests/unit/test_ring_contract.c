@@ -63,6 +63,27 @@ void ring_kick(void)
 		virtq_notify(&vq);
 }
 
+void ring_post_taken(unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		ring_add(1, 1 + i);
+	virtq_publish(&vq);
+	ring_kick();
+	sim_consume(dq, n);
+	virtq_disable_cb(&vq);
+}
+
+void ring_device_round(unsigned n)
+{
+	void *tok;
+	uint32_t len;
+
+	sim_consume(dq, n);
+	sim_complete(dq, n);
+	while (virtq_get_used(&vq, &tok, &len) == 1)
+		;
+}
+
 /* ---- vring_need_event against a reference, all relevant windows ---- */
 
 /* Reference: walk the window [old, new) one index at a time. */
@@ -221,8 +242,8 @@ static void run_wraparound(const struct ring_wrap_case *c)
 
 static void test_wraparound(void)
 {
-	for (unsigned i = 0; i < layout.nwraps; i++)
-		run_wraparound(&layout.wraps[i]);
+	for (const struct ring_wrap_case *c = layout.wraps; c->size; c++)
+		run_wraparound(c);
 }
 
 /* ---- a full ring is back-pressure, and changes nothing ---- */
@@ -333,12 +354,7 @@ static void enable_cb_case(bool event_idx)
 	uint32_t len;
 
 	ring_setup(8, event_idx, SIM_MANUAL);
-	for (int i = 0; i < 3; i++)
-		ring_add(1, 1 + i);
-	virtq_publish(&vq);
-	ring_kick();
-	sim_consume(dq, 3);
-	virtq_disable_cb(&vq);
+	ring_post_taken(3);
 	uint64_t base = dq->interrupts;
 	sim_complete(dq, 1);
 	CHECK_EQ(base, dq->interrupts, "disabled: a completion raises no interrupt");
@@ -375,12 +391,7 @@ static void enable_cb_after_case(bool event_idx)
 	uint64_t base;
 
 	ring_setup(16, event_idx, SIM_MANUAL);
-	for (int i = 0; i < 12; i++)
-		ring_add(1, 1 + i);
-	virtq_publish(&vq);
-	ring_kick();
-	sim_consume(dq, 12);
-	virtq_disable_cb(&vq);
+	ring_post_taken(12);
 	base = dq->interrupts;
 	CHECK_EQ(0, virtq_enable_cb_after(&vq, 4), "armed for 4, nothing waiting");
 	if (event_idx)
@@ -464,8 +475,8 @@ static void test_faults(void)
 	                                           "used_len_beyond_buffer (writable)", 1};
 
 	for (int w = 0; w < 2; w++)
-		for (unsigned i = 0; i < layout.nfaults; i++)
-			run_fault(&layout.faults[i], w);
+		for (const struct ring_fault_case *c = layout.faults; c->name; c++)
+			run_fault(c, w);
 	run_fault(&len, true);
 }
 

@@ -88,12 +88,7 @@ static void enable_cb_sync_case(bool event_idx)
 	dq->weak_order = true;
 	virtq_set_sync(&vq, ring_sync, NULL);
 	sync_calls = 0;
-	for (int i = 0; i < 4; i++)
-		ring_add(1, 1 + i);
-	virtq_publish(&vq);
-	ring_kick();
-	sim_consume(dq, 4);
-	virtq_disable_cb(&vq);
+	ring_post_taken(4);
 	sync_completes = true;
 	CHECK_EQ(1, virtq_enable_cb(&vq), "a completion published at the read is seen after it");
 	sync_completes = false;
@@ -179,18 +174,12 @@ static void test_kick_sync(void)
  * aliases, so the ring must ask for a kick rather than trust the formula. */
 static void test_unkicked_window_wrap(void)
 {
-	void *tok;
-	uint32_t len;
-
 	ring_setup(8, true, SIM_MANUAL);
 	for (int r = 0; r < 9000; r++) {
 		for (int i = 0; i < 8; i++)
 			ring_add(1, 1 + i);
 		virtq_publish(&vq);
-		sim_consume(dq, 8); /* a polling device: no doorbell needed */
-		sim_complete(dq, 8);
-		while (virtq_get_used(&vq, &tok, &len) == 1)
-			;
+		ring_device_round(8); /* a polling device: no doorbell needed */
 	}
 	*vq.avail_event = vq.avail_pub; /* formula alone would say "no" */
 	CHECK_EQ(1, virtq_kick_prepare(&vq), "kick forced after 72000 undecided entries");
@@ -225,6 +214,7 @@ static void split_tests(void)
 static const struct ring_wrap_case split_wraps[] = {
     {8, true, 400000, 99, false, 3 * 65536},
     {8, false, 400000, 99, false, 3 * 65536},
+    {0},
 };
 
 static const struct ring_fault_case split_faults[] = {
@@ -235,6 +225,7 @@ static const struct ring_fault_case split_faults[] = {
     {SIM_FAULT_IDX_AHEAD, VIRTQ_FAULT_IDX_JUMP, "used_idx_one_past_published (below the ring size)",
      1},
     {SIM_FAULT_UNPUBLISHED, VIRTQ_FAULT_NOT_PUBLISHED, "used_id_not_published", 1},
+    {0},
 };
 
 const struct ring_layout layout = {
@@ -242,9 +233,7 @@ const struct ring_layout layout = {
     .packed = false,
     .second_id = 2, /* the head's descriptor index: after descriptors 0 and 1 */
     .wraps = split_wraps,
-    .nwraps = sizeof(split_wraps) / sizeof(split_wraps[0]),
     .faults = split_faults,
-    .nfaults = sizeof(split_faults) / sizeof(split_faults[0]),
     .full_ring_full = split_full_ring_full,
     .bad_requests = split_bad_requests,
     .flags_fresh = split_flags_fresh,

@@ -136,6 +136,22 @@ static void packed_cb_armed_after(uint16_t k)
 
 /* ---- packed only ---- */
 
+/* Move the used position on: chains of n descriptors, one at a time,
+ * through the device and back. */
+static void move_used_position(unsigned chains, unsigned n)
+{
+	void *tok;
+	uint32_t len;
+
+	for (unsigned r = 0; r < chains; r++) {
+		ring_add(n, 1);
+		virtq_publish(&vq);
+		sim_consume(dq, 1);
+		sim_complete(dq, 1);
+		CHECK_EQ(1, virtq_get_used(&vq, &tok, &len), "one round");
+	}
+}
+
 /*
  * Barrier B under an emulator whose MFENCE never reaches the host (as in
  * test_virtq.c's test_kick_sync): the first read of the Device Area is the
@@ -284,9 +300,6 @@ static void test_out_of_order(void)
  * from the previous lap. */
 static void test_kick_desc_event(void)
 {
-	void *tok;
-	uint32_t len;
-
 	ring_setup(8, true, SIM_MANUAL);
 	/* The device wants to hear about descriptor 3 of lap 1. */
 	vq.device_event->off_wrap = 3 | VIRTQ_EVENT_WRAP;
@@ -304,10 +317,7 @@ static void test_kick_desc_event(void)
 		ring_add(1, 2);
 	virtq_publish(&vq);
 	CHECK_EQ(0, virtq_kick_prepare(&vq), "window [4,8) before the wrap misses lap-2 event 1");
-	sim_consume(dq, 8);
-	sim_complete(dq, 8);
-	while (virtq_get_used(&vq, &tok, &len) == 1)
-		;
+	ring_device_round(8);
 	ring_add(1, 3);
 	virtq_publish(&vq);
 	CHECK_EQ(0, virtq_kick_prepare(&vq), "window [0',1') misses event 1'");
@@ -322,18 +332,12 @@ static void test_kick_desc_event(void)
 	virtq_publish(&vq);
 	CHECK_EQ(0, virtq_kick_prepare(&vq), "event in the previous lap, behind the window");
 	/* A lap's worth published between decisions: always kick. */
-	sim_consume(dq, 8);
-	sim_complete(dq, 8);
-	while (virtq_get_used(&vq, &tok, &len) == 1)
-		;
+	ring_device_round(8);
 	for (int r = 0; r < 3; r++) {
 		for (int i = 0; i < 8 && ring_add(1, 5) >= 0; i++)
 			;
 		virtq_publish(&vq);
-		sim_consume(dq, 8);
-		sim_complete(dq, 8);
-		while (virtq_get_used(&vq, &tok, &len) == 1)
-			;
+		ring_device_round(8);
 	}
 	/* An event just ahead of the window: the formula alone says no. */
 	vq.device_event->off_wrap = (uint16_t)(vq.pub_pos | (vq.pub_wrap ? VIRTQ_EVENT_WRAP : 0));
@@ -348,13 +352,7 @@ static void test_enable_cb_across_the_end(void)
 	uint32_t len;
 
 	ring_setup(4, true, SIM_MANUAL);
-	for (int r = 0; r < 3; r++) {
-		ring_add(1, 1);
-		virtq_publish(&vq);
-		sim_consume(dq, 1);
-		sim_complete(dq, 1);
-		CHECK_EQ(1, virtq_get_used(&vq, &tok, &len), "one round");
-	}
+	move_used_position(3, 1);
 	for (int i = 0; i < 3; i++)
 		ring_add(1, 2); /* positions 3, 0', 1' */
 	virtq_publish(&vq);
@@ -378,17 +376,8 @@ static void test_enable_cb_across_the_end(void)
  * (early, never late), also across the end of the ring. */
 static void test_enable_cb_after_chains(void)
 {
-	void *tok;
-	uint32_t len;
-
 	ring_setup(8, true, SIM_MANUAL);
-	for (int r = 0; r < 3; r++) { /* used position 6 of lap 1 */
-		ring_add(2, 1);
-		virtq_publish(&vq);
-		sim_consume(dq, 1);
-		sim_complete(dq, 1);
-		CHECK_EQ(1, virtq_get_used(&vq, &tok, &len), "one round");
-	}
+	move_used_position(3, 2); /* used position 6 of lap 1 */
 	for (int i = 0; i < 4; i++)
 		ring_add(2, 2 + i); /* positions 6, 0', 2', 4' */
 	virtq_publish(&vq);
@@ -466,10 +455,9 @@ static void packed_tests(void)
 }
 
 static const struct ring_wrap_case packed_wraps[] = {
-    {8, true, 300000, 99 + 8, true, 65536},
-    {8, false, 300000, 99 + 8, true, 65536},
+    {8, true, 300000, 99 + 8, true, 65536},     {8, false, 300000, 99 + 8, true, 65536},
     {7, true, 300000, 99 + 7, true, 65536}, /* chains wrap at odd places */
-    {256, true, 300000, 99 + 256, true, 65536},
+    {256, true, 300000, 99 + 256, true, 65536}, {0},
 };
 
 static const struct ring_fault_case packed_faults[] = {
@@ -479,6 +467,7 @@ static const struct ring_fault_case packed_faults[] = {
     {SIM_FAULT_UNPUBLISHED, VIRTQ_FAULT_NOT_PUBLISHED, "used_id_not_published", 1},
     {SIM_FAULT_WRAP, VIRTQ_FAULT_WRAP, "used with the wrong wrap counter", 1},
     {SIM_FAULT_WRAP_STUCK, VIRTQ_FAULT_WRAP, "wrap counter never toggled (a lap later)", 8},
+    {0},
 };
 
 const struct ring_layout layout = {
@@ -486,9 +475,7 @@ const struct ring_layout layout = {
     .packed = true,
     .second_id = 1, /* buffer ids count chains */
     .wraps = packed_wraps,
-    .nwraps = sizeof(packed_wraps) / sizeof(packed_wraps[0]),
     .faults = packed_faults,
-    .nfaults = sizeof(packed_faults) / sizeof(packed_faults[0]),
     .round_trip_fresh = packed_round_trip_fresh,
     .round_trip_added = packed_round_trip_added,
     .round_trip_published = packed_round_trip_published,
