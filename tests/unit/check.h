@@ -31,4 +31,12 @@ extern int check_failed, check_total;
 		printf("%s %s\n", check_failed == before_ ? "ok  " : "FAIL", #fn);                 \
 	} while (0)
 
+/* main()'s last line, "NAME: N checks, N failed" (tests/unit/run.sh reads
+ * it), and its exit status. */
+static inline int check_done(const char *name)
+{
+	printf("%s: %d checks, %d failed\n", name, check_total, check_failed);
+	return check_failed ? 1 : 0;
+}
+
 #endif

@@ -30,6 +30,8 @@ void ring_setup(uint16_t size, bool event_idx, enum sim_mode mode);
 int ring_add_dir(unsigned n, uintptr_t token, bool writable);
 int ring_add(unsigned n, uintptr_t token);
 void ring_kick(void);
+/* A one-descriptor chain added and published, the kick decided (and made). */
+void ring_send(uintptr_t token);
 /* n one-descriptor chains (tokens 1..n) added, published, kicked and
  * taken by the device, none completed; used-buffer notifications off. */
 void ring_post_taken(unsigned n);

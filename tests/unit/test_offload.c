@@ -390,6 +390,8 @@ static void test_rx_hostile(void)
 
 int main(void)
 {
+	char name[256];
+
 	printf("test_offload variant=%s\n", vnet_variant());
 	RUN(test_tx_headers);
 	RUN(test_device_without_offloads);
@@ -397,7 +399,6 @@ int main(void)
 	RUN(test_rx_beyond_posted);
 	RUN(test_feature_dependencies);
 	RUN(test_rx_hostile);
-	printf("test_offload %s: %d checks, %d failed\n", vnet_variant(), check_total,
-	       check_failed);
-	return check_failed ? 1 : 0;
+	snprintf(name, sizeof(name), "test_offload %s", vnet_variant());
+	return check_done(name);
 }

@@ -63,6 +63,13 @@ void ring_kick(void)
 		virtq_notify(&vq);
 }
 
+void ring_send(uintptr_t token)
+{
+	ring_add(1, token);
+	virtq_publish(&vq);
+	ring_kick();
+}
+
 void ring_post_taken(unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
@@ -298,20 +305,14 @@ static void test_flag_suppression(void)
 	PROBE(flags_fresh);
 	CHECK_EQ(0, virtq_kick_prepare(&vq), "nothing published: no kick");
 	CHECK_EQ(0, vq.stats.kicks_suppressed, "and no suppression counted");
-	ring_add(1, 1);
-	virtq_publish(&vq);
-	ring_kick();
+	ring_send(1);
 	CHECK_EQ(1, vq.stats.kicks, "idle device: kick");
 	PROBE(flags_busy);
-	ring_add(1, 2);
-	virtq_publish(&vq);
-	ring_kick();
+	ring_send(2);
 	CHECK_EQ(1, vq.stats.kicks, "busy device: no second kick");
 	CHECK_EQ(1, vq.stats.kicks_suppressed, "suppressed");
 	sim_run(dq);
-	ring_add(1, 3);
-	virtq_publish(&vq);
-	ring_kick();
+	ring_send(3);
 	CHECK_EQ(2, vq.stats.kicks, "re-armed device: kick");
 	CHECK_EQ(0, dq->interrupts, "device never interrupted (notifications off honoured)");
 	PROBE(flags_end);
@@ -324,9 +325,7 @@ static void test_event_idx_suppression(void)
 	ring_setup(8, true, SIM_MANUAL);
 	PROBE(event_idx_fresh);
 	for (int i = 0; i < 5; i++) {
-		ring_add(1, 1 + i);
-		virtq_publish(&vq);
-		ring_kick();
+		ring_send(1 + i);
 	}
 	CHECK_EQ(1, vq.stats.kicks, "one kick while the device has not re-armed");
 	CHECK_EQ(4, vq.stats.kicks_suppressed, "four suppressed");
@@ -516,6 +515,5 @@ int main(void)
 	RUN(test_faults);
 	RUN(test_len_on_readonly_chain);
 	layout.tests();
-	printf("%s: %d checks, %d failed\n", layout.name, check_total, check_failed);
-	return check_failed ? 1 : 0;
+	return check_done(layout.name);
 }

@@ -97,9 +97,7 @@ static void packed_flags_end(void)
 {
 	vq.device_event->flags = VIRTQ_EVENT_F_DESC;
 	vq.device_event->off_wrap = 7;
-	ring_add(1, 4);
-	virtq_publish(&vq);
-	ring_kick();
+	ring_send(4);
 	CHECK_EQ(3, vq.stats.kicks, "DESC without EVENT_IDX: kick");
 }
 

@@ -147,6 +147,8 @@ void test_kick_sync_every_policy(void)
 
 int main(void)
 {
+	char name[256];
+
 	printf("test_vnet variant=%s\n", vnet_variant());
 	RUN(test_kick_sync_every_policy);
 	RUN(test_bringup);
@@ -176,6 +178,6 @@ int main(void)
 	RUN(test_idle_policy);
 	RUN(test_rx_coalesce);
 	RUN(test_idle_weak_fences);
-	printf("test_vnet %s: %d checks, %d failed\n", vnet_variant(), check_total, check_failed);
-	return check_failed ? 1 : 0;
+	snprintf(name, sizeof(name), "test_vnet %s", vnet_variant());
+	return check_done(name);
 }
