@@ -383,8 +383,7 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
         row["accel"] = guests.pick_accel("auto")
         row["status"] = "ok"
     except BenchError as e:
-        row["error"] = str(e).splitlines()[0][:300]
-        row["error_detail"] = str(e)
+        runs.record_error(row, e)
     finally:
         sampler.stop()
         for pr in (client, server):

@@ -371,27 +371,24 @@ def markdown(records, cols, baseline, meta, plots=()):
 
         L += _table("process CPU % (of one CPU)", row_name, row_values, gcols, proc_cell)
 
-        if any(r.get("lat_p50_ns") is not None for r in recs):
+        def quantiles_cell(prefix, note=lambda r: ""):
+            keys = [f"{prefix}_{q}_ns" for q in ("p50", "p90", "p99", "p999")]
 
-            def lat_cell(rv, c):
+            def cell(rv, c):
                 r = idx.get((rv, c))
-                if not r or r.get("lat_p50_ns") is None:
+                if not r or r.get(keys[0]) is None:
                     return "-"
-                return " / ".join(fmt_num(r.get(k), "x_ns") for k in ("lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns"))
+                return " / ".join(fmt_num(r.get(k), "x_ns") for k in keys) + note(r)
 
-            L += _table("latency p50 / p90 / p99 / p99.9 (us, medians)", row_name, row_values, gcols, lat_cell)
+            return cell
+
+        if any(r.get("lat_p50_ns") is not None for r in recs):
+            L += _table("latency p50 / p90 / p99 / p99.9 (us, medians)", row_name, row_values, gcols,
+                        quantiles_cell("lat"))
 
         if any(r.get("pooled_p50_ns") is not None for r in recs):
-
-            def pooled_cell(rv, c):
-                r = idx.get((rv, c))
-                if not r or r.get("pooled_p50_ns") is None:
-                    return "-"
-                return " / ".join(fmt_num(r.get(k), "x_ns") for k in ("pooled_p50_ns", "pooled_p90_ns", "pooled_p99_ns",
-                                                                        "pooled_p999_ns")) + f" (n={r['pooled_n']})"
-
             L += _table("pooled p50 / p90 / p99 / p99.9 (us, from the guest's merged histograms)", row_name,
-                        row_values, gcols, pooled_cell)
+                        row_values, gcols, quantiles_cell("pooled", lambda r: f" (n={r['pooled_n']})"))
 
         if any(r.get("peer_lat_p50_ns") is not None for r in recs):
 

@@ -165,6 +165,13 @@ def service_demand(row, kind):
         row[f"procs_us_per_{unit}"] = round(total / 100.0 * 1e6 / rate, 3)
 
 
+def record_error(row, e):
+    """A run that failed: the error's first line for the table, all of it
+    for the record."""
+    row["error"] = str(e).splitlines()[0][:300]
+    row["error_detail"] = str(e)
+
+
 def write_log(path, boot, peer, backend_proc):
     with open(path, "w") as f:
         for title, p in (("guest", boot and boot.proc), ("peer", peer and peer.proc),
@@ -339,8 +346,7 @@ def execute(run, m, guest, logdir):
             row["outstanding_mean"] = round(row["tps"] * row["lat_mean_ns"] / 1e9, 2)
         row["status"] = "ok"
     except BenchError as e:
-        row["error"] = str(e).splitlines()[0][:300]
-        row["error_detail"] = str(e)
+        record_error(row, e)
     finally:
         sampler.stop()
         peer.stop()

@@ -9,7 +9,7 @@ import re
 import sys
 import time
 
-from lib import NS_GUEST_IP, TOP, Fail, json_line, netpeer
+from lib import NS_GUEST_IP, TOP, Fail, json_line, netpeer, ping
 
 HOSTILE = [sys.executable, os.path.join(TOP, "tests", "tools", "hostile.py")]
 
@@ -27,14 +27,6 @@ def echo_guest(t, ns, seconds=120, extra=""):
                 net=f"tap:{ns.tap}", ns=ns, timeout=seconds + 60)
     g.wait_line(r"^echo listening", timeout=30)
     return g
-
-
-def ping(ns, args, timeout=60):
-    r = ns.run(["ping", "-q"] + args + [NS_GUEST_IP], timeout=timeout, capture_output=True, text=True)
-    m = re.search(r"(\d+) packets transmitted, (\d+) received", r.stdout)
-    if not m:
-        raise Fail(f"ping {' '.join(args)} printed no summary (status {r.returncode}): {r.stdout}{r.stderr}")
-    return int(m.group(1)), int(m.group(2))
 
 
 def stop(ns, g):
@@ -65,7 +57,7 @@ def test_ping_64k_reassembly_and_fragmentation(t):
     with t.netns() as ns:
         g = echo_guest(t, ns)
         for size, count in ((65000, 20), (65507, 5), (1473, 20), (30000, 10)):
-            sent, recv = ping(ns, ["-c", str(count), "-i", "0.2", "-W", "3", "-s", str(size)])
+            sent, recv, _ = ping(ns, ["-c", str(count), "-i", "0.2", "-W", "3", "-s", str(size)])
             if sent != count or recv != count:
                 raise Fail(f"ping -s {size}: expected {count} of {count} replies, got {recv} of {sent}")
         st, pools = stop(ns, g)
@@ -77,6 +69,24 @@ def test_ping_64k_reassembly_and_fragmentation(t):
         print(f"    ping -s 65000/65507: all answered, {st['frag_recv']} fragments in, {st['reasm_oks']} reassembled")
 
 
+def verdict(rc, out, expected):
+    """hostile.py's JSON verdict (its last line); Fail saying what was
+    expected unless the peer saw it."""
+    res = json.loads(out.strip().splitlines()[-1])
+    if rc or not res["ok"]:
+        raise Fail(f"{expected}: {res}")
+    return res
+
+
+def quiet_stop(ns, g):
+    """A second for the last segments, then stop the guest: its LWIPSTATS,
+    with every pool back."""
+    time.sleep(1)
+    st, pools = stop(ns, g)
+    pools_back(pools)
+    return st
+
+
 def test_incomplete_fragments_are_counted_and_never_pin_rx(t):
     with t.netns() as ns:
         g = echo_guest(t, ns)
@@ -86,7 +96,7 @@ def test_incomplete_fragments_are_counted_and_never_pin_rx(t):
         res = hostile(ns, ["frags", NS_GUEST_IP, str(n), str(k)], timeout=60)
         # Reassembly holds at most IP_REASS_MAX_PBUFS buffers: full-size
         # datagrams still get through while the junk is evicted.
-        sent, recv = ping(ns, ["-c", "10", "-i", "0.2", "-W", "3", "-s", "65000"])
+        sent, recv, _ = ping(ns, ["-c", "10", "-i", "0.2", "-W", "3", "-s", "65000"])
         if recv != sent:
             raise Fail(f"after {res['fragments']} orphan fragments: {recv} of {sent} 64 KB pings answered")
         time.sleep(6.5)  # IP_REASS_MAXAGE (5 s): whatever is left ages out
@@ -221,9 +231,7 @@ def test_zero_window_peer_does_not_stall_others(t):
             raise Fail(f"8 MiB echo beside the zero-window peer came back wrong: {integ}")
         out, _ = zw.communicate(timeout=60)
         zres = json.loads(out.strip().splitlines()[-1])
-        time.sleep(1)
-        st, pools = stop(ns, g)
-        pools_back(pools)  # the peer reset: everything it pinned is back
+        st = quiet_stop(ns, g)  # the peer reset: everything it pinned is back
         expect_zero("beside a zero-window peer", st, ("memp_err", "tx_drops", "link_drop"))
         print(f"    8 MiB echoed in {took:.1f} s beside a zero-window peer ({zres['sent']} bytes pushed at it), "
               f"pools back")
@@ -248,13 +256,9 @@ def test_out_of_order_and_duplicate_segments_never_stall_receive(t):
         if integ["sent_sha256"] != integ["recv_sha256"]:
             raise Fail(f"8 MiB echo beside the out-of-order peers came back wrong: {integ}")
         out, _ = oo.communicate(timeout=120)
-        res = json.loads(out.strip().splitlines()[-1])
-        if oo.returncode or not res["ok"]:
-            raise Fail(f"out-of-order peers: expected nothing acknowledged before the hole was filled and "
-                       f"everything after: {res}")
-        time.sleep(1)
-        st, pools = stop(ns, g)
-        pools_back(pools)
+        res = verdict(oo.returncode, out, "out-of-order peers: expected nothing acknowledged before the hole "
+                      "was filled and everything after")
+        st = quiet_stop(ns, g)
         expect_zero("out-of-order peers", st, ("memp_err", "tx_drops", "link_drop"))
         netif = json_line(g, "NETIF")
         print(f"    6 x 64 out-of-order segments (x2) parked: 8 MiB echo beside them intact, all acknowledged "
@@ -275,13 +279,9 @@ def test_out_of_order_queue_bound_discards_are_counted(t):
         mac = guest_mac(g)
         r = ns.run(HOSTILE + ["ooseq", ns.tap, mac, NS_GUEST_IP, "7", "1", str(nsegs), str(size)], timeout=120,
                    capture_output=True, text=True)
-        res = json.loads(r.stdout.strip().splitlines()[-1])
-        if r.returncode or not res["ok"]:
-            raise Fail(f"an overflowing out-of-order queue: expected nothing acknowledged before the fill and "
-                       f"everything after the peer resent what was discarded: {res}")
-        time.sleep(1)
-        st, pools = stop(ns, g)
-        pools_back(pools)
+        res = verdict(r.returncode, r.stdout, "an overflowing out-of-order queue: expected nothing acknowledged "
+                      "before the fill and everything after the peer resent what was discarded")
+        st = quiet_stop(ns, g)
         want = nsegs - bound
         if st["tcp_ooseq_drop"] != want or st["tcp_ooseq_drop_bytes"] != want * size:
             raise Fail(f"expected the {want} segments beyond the {bound}-buffer bound counted as discarded "
@@ -306,7 +306,7 @@ def test_silent_half_open_peer_does_not_stall_others(t):
         integ = netpeer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(8 << 20)], timeout=120)
         if integ["sent_sha256"] != integ["recv_sha256"]:
             raise Fail(f"8 MiB echo beside the silent peer came back wrong: {integ}")
-        sent, recv = ping(ns, ["-c", "20", "-i", "0.05", "-W", "1"])
+        sent, recv, _ = ping(ns, ["-c", "20", "-i", "0.05", "-W", "1"])
         if recv != sent:
             raise Fail(f"ping beside the silent peer: {recv} of {sent}")
         st, pools = stop(ns, g)
