@@ -9,7 +9,7 @@ import re
 import sys
 import time
 
-from lib import NS_GUEST_IP, TOP, Fail, json_line, netpeer, ping
+from lib import NS_GUEST_IP, TOP, Fail, echo_guest, json_line, netpeer, ping, stop_echo
 
 HOSTILE = [sys.executable, os.path.join(TOP, "tests", "tools", "hostile.py")]
 
@@ -22,18 +22,9 @@ def hostile(ns, args, timeout):
     return json.loads(lines[-1])
 
 
-def echo_guest(t, ns, seconds=120, extra=""):
-    g = t.start(append=f"app=echo ip={NS_GUEST_IP}/24 backend=tap echo.seconds={seconds} {extra}",
-                net=f"tap:{ns.tap}", ns=ns, timeout=seconds + 60)
-    g.wait_line(r"^echo listening", timeout=30)
-    return g
-
-
 def stop(ns, g):
     """Stop a serving guest; its LWIPSTATS and POOLS lines."""
-    netpeer(ns, ["stop", NS_GUEST_IP], timeout=20)
-    g.wait()
-    g.expect_ok()
+    stop_echo(ns, g)
     return json_line(g, "LWIPSTATS"), json_line(g, "POOLS")
 
 
@@ -55,7 +46,7 @@ def pools_back(pools, allow=()):
 
 def test_ping_64k_reassembly_and_fragmentation(t):
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         for size, count in ((65000, 20), (65507, 5), (1473, 20), (30000, 10)):
             sent, recv, _ = ping(ns, ["-c", str(count), "-i", "0.2", "-W", "3", "-s", str(size)])
             if sent != count or recv != count:
@@ -89,7 +80,7 @@ def quiet_stop(ns, g):
 
 def test_incomplete_fragments_are_counted_and_never_pin_rx(t):
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         if ping(ns, ["-c", "1", "-W", "2"])[1] != 1:
             raise Fail("no reply to a first ping")
         n, k = 200, 20
@@ -171,7 +162,7 @@ def spoof_flood(ns, g, port):
 
 def test_spoofed_on_link_syn_flood_open_and_closed_port(t):
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         if ping(ns, ["-c", "1", "-W", "2"])[1] != 1:
             raise Fail("no reply to a first ping")
         got = [spoof_flood(ns, g, port) for port in (7, 9)]
@@ -221,7 +212,7 @@ def test_256_concurrent_connections_to_the_rr_server(t):
 
 def test_zero_window_peer_does_not_stall_others(t):
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         zw = ns.popen(HOSTILE + ["zerowin", NS_GUEST_IP, "7", "10"], stdout=subprocess.PIPE, text=True)
         time.sleep(4)  # the zero-window peer's window is closed by now
         t0 = time.monotonic()
@@ -248,7 +239,7 @@ def test_out_of_order_and_duplicate_segments_never_stall_receive(t):
     beside them still completes, every peer's data is acknowledged once its
     hole is filled, and every buffer is back after they reset."""
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         mac = guest_mac(g)
         oo = ns.popen(HOSTILE + ["ooseq", ns.tap, mac, NS_GUEST_IP, "7", "6", "64"], stdout=subprocess.PIPE, text=True)
         time.sleep(2)
@@ -275,7 +266,7 @@ def test_out_of_order_queue_bound_discards_are_counted(t):
     everything is acknowledged."""
     nsegs, bound, size = 100, 64, 500
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         mac = guest_mac(g)
         r = ns.run(HOSTILE + ["ooseq", ns.tap, mac, NS_GUEST_IP, "7", "1", str(nsegs), str(size)], timeout=120,
                    capture_output=True, text=True)
@@ -295,7 +286,7 @@ def test_out_of_order_queue_bound_discards_are_counted(t):
 
 def test_silent_half_open_peer_does_not_stall_others(t):
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         mac = guest_mac(g)
         ho = ns.popen(HOSTILE + ["halfopen", ns.tap, mac, NS_GUEST_IP, "7", str(64 * 1024), "15"],
                       stdout=subprocess.PIPE, text=True)
@@ -323,7 +314,7 @@ def test_replies_waiting_for_arp_are_queued_not_dropped(t):
     five echoes wait for the ARP reply and go out (lwIP's default queue
     holds one and frees the rest without a counter)."""
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         res = hostile(ns, ["arpqueue", ns.tap, guest_mac(g), NS_GUEST_IP, "5"], timeout=30)
         st, pools = stop(ns, g)
         expect_zero("replies queued behind ARP", st, ("memp_err", "etharp_memerr", "udp_drop", "arp_queue_drop"))
@@ -342,7 +333,7 @@ def test_frames_queued_on_an_expired_arp_entry_are_counted(t):
     arp_queue_drop must say 7, and nothing may be left queued."""
     n = 7
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         res = hostile(ns, ["arpqueue", ns.tap, guest_mac(g), NS_GUEST_IP, str(n), "never"], timeout=30)
         st, pools = stop(ns, g)
         nf = json_line(g, "NETIF")
@@ -382,7 +373,7 @@ def test_a_stalled_echo_asks_the_appliance_for_its_state(t):
     two connections open, and on the peer against a silent fake echo in the
     namespace (VNETLAB_NETPEER_STALL=1,3: ask after 1 s, fail after 3 s)."""
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         hold = ns.popen([sys.executable, "-c", (
             "import socket, time\n"
             f"cs = [socket.create_connection(('{NS_GUEST_IP}', 7)) for _ in range(2)]\n"

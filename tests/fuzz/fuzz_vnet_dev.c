@@ -195,8 +195,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 /* The driver receives, the device rewriting as it goes. */
-static int receive_hostile(struct vnet_rx *out, struct in *script)
+static int receive_hostile(struct vnet_rx *out, void *ctx)
 {
+	struct in *script = ctx;
 	struct sigaction sa = {0};
 	int r;
 
@@ -248,22 +249,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			sim_rx_inject_hdr(&h, frame, len, claim == 0xff ? -1 : (int)claim % 40, -1);
 			break;
 		}
-		case 1: { /* the driver receives while the device rewrites */
-			unsigned n = 1 + take(&in, 1) % 8;
-			for (unsigned i = 0; i < n && nheld < HOLD_MAX; i++) {
-				int r = receive_hostile(&held[nheld], &in);
-				if (r < 0) {
-					failed = true;
-					REQUIRE(vnet_rx(vn, &held[nheld]) < 0, "a fault is sticky");
-					break;
-				}
-				if (r == 0)
-					break;
-				check_frame(&held[nheld]);
-				nheld++;
-			}
+		case 1: /* the driver receives while the device rewrites */
+			failed = fuzz_receive(vn, held, &nheld, HOLD_MAX, 1 + take(&in, 1) % 8,
+			                      receive_hostile, &in, check_frame);
 			break;
-		}
 		case 2: /* the caller frees some frames */
 			for (unsigned n = take(&in, 1) % 16; n && nheld; n--) {
 				unsigned i = take(&in, 1) % nheld;

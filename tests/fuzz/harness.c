@@ -73,3 +73,21 @@ void check_held(const struct vnet *vn, const struct vnet_rx *held, unsigned nhel
 		bufs += held[i].nbufs;
 	REQUIRE(failed || vnet_rx_held(vn) == bufs, "driver's held count is what the caller holds");
 }
+
+bool fuzz_receive(struct vnet *vn, struct vnet_rx *held, unsigned *nheld, unsigned max, unsigned n,
+                  int (*rx)(struct vnet_rx *out, void *ctx), void *ctx,
+                  void (*check)(const struct vnet_rx *f))
+{
+	for (unsigned i = 0; i < n && *nheld < max; i++) {
+		int r = rx(&held[*nheld], ctx);
+		if (r < 0) {
+			REQUIRE(vnet_rx(vn, &held[*nheld]) < 0, "a fault is sticky");
+			return true;
+		}
+		if (r == 0)
+			break;
+		check(&held[*nheld]);
+		(*nheld)++;
+	}
+	return false;
+}

@@ -55,4 +55,11 @@ void check_frame_bufs(const struct vnet *vn, const struct vnet_rx *f);
  * ended the run: no accounting then). */
 void check_held(const struct vnet *vn, const struct vnet_rx *held, unsigned nheld, bool failed);
 
+/* The driver receives up to n frames (no more than fit in held[max]), each
+ * through rx(out, ctx) and checked by check(); true once a device fault
+ * ended the run, after checking that the fault is sticky. */
+bool fuzz_receive(struct vnet *vn, struct vnet_rx *held, unsigned *nheld, unsigned max, unsigned n,
+                  int (*rx)(struct vnet_rx *out, void *ctx), void *ctx,
+                  void (*check)(const struct vnet_rx *f));
+
 #endif

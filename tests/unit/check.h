@@ -6,6 +6,7 @@
 #ifndef VNETLAB_CHECK_H
 #define VNETLAB_CHECK_H
 
+#include <stdarg.h>
 #include <stdio.h>
 
 extern int check_failed, check_total;
@@ -32,10 +33,16 @@ extern int check_failed, check_total;
 	} while (0)
 
 /* main()'s last line, "NAME: N checks, N failed" (tests/unit/run.sh reads
- * it), and its exit status. */
-static inline int check_done(const char *name)
+ * it; NAME from a printf format), and its exit status. */
+static inline int check_done(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int check_done(const char *fmt, ...)
 {
-	printf("%s: %d checks, %d failed\n", name, check_total, check_failed);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf(": %d checks, %d failed\n", check_total, check_failed);
 	return check_failed ? 1 : 0;
 }
 

@@ -390,8 +390,6 @@ static void test_rx_hostile(void)
 
 int main(void)
 {
-	char name[256];
-
 	printf("test_offload variant=%s\n", vnet_variant());
 	RUN(test_tx_headers);
 	RUN(test_device_without_offloads);
@@ -399,6 +397,5 @@ int main(void)
 	RUN(test_rx_beyond_posted);
 	RUN(test_feature_dependencies);
 	RUN(test_rx_hostile);
-	snprintf(name, sizeof(name), "test_offload %s", vnet_variant());
-	return check_done(name);
+	return check_done("test_offload %s", vnet_variant());
 }

@@ -515,5 +515,5 @@ int main(void)
 	RUN(test_faults);
 	RUN(test_len_on_readonly_chain);
 	layout.tests();
-	return check_done(layout.name);
+	return check_done("%s", layout.name);
 }

@@ -147,8 +147,6 @@ void test_kick_sync_every_policy(void)
 
 int main(void)
 {
-	char name[256];
-
 	printf("test_vnet variant=%s\n", vnet_variant());
 	RUN(test_kick_sync_every_policy);
 	RUN(test_bringup);
@@ -178,6 +176,5 @@ int main(void)
 	RUN(test_idle_policy);
 	RUN(test_rx_coalesce);
 	RUN(test_idle_weak_fences);
-	snprintf(name, sizeof(name), "test_vnet %s", vnet_variant());
-	return check_done(name);
+	return check_done("test_vnet %s", vnet_variant());
 }
