@@ -91,20 +91,10 @@ int virtq_add(struct virtq *vq, const struct virtq_buf *bufs, unsigned n, void *
 	uint16_t head, id, last = 0;
 	uint32_t wlen = 0;
 	unsigned i;
+	int rc = virtq_add_check(vq, bufs, n);
 
-	if (vq->broken)
-		return -VIRTQ_EDEVICE;
-	if (n == 0 || n > vq->size)
-		return -VIRTQ_EINVAL;
-	for (i = 0; i < n; i++) {
-		if (bufs[i].len == 0)
-			return -VIRTQ_EINVAL;
-		/* 2.7.4.2: device-writable elements after all device-readable ones. */
-		if (i > 0 && bufs[i - 1].writable && !bufs[i].writable)
-			return -VIRTQ_EINVAL;
-	}
-	if (n > vq->num_free)
-		return -VIRTQ_ENOSPC;
+	if (rc)
+		return rc;
 
 	head = id = vq->free_head;
 	for (i = 0; i < n; i++) {

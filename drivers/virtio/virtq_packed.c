@@ -148,20 +148,10 @@ int virtq_add(struct virtq *vq, const struct virtq_buf *bufs, unsigned n, void *
 	uint32_t wlen = 0;
 	bool wrap;
 	unsigned i;
+	int rc = virtq_add_check(vq, bufs, n);
 
-	if (vq->broken)
-		return -VIRTQ_EDEVICE;
-	if (n == 0 || n > vq->size)
-		return -VIRTQ_EINVAL;
-	for (i = 0; i < n; i++) {
-		if (bufs[i].len == 0)
-			return -VIRTQ_EINVAL;
-		/* 2.8.17: device-writable elements after all device-readable ones. */
-		if (i > 0 && bufs[i - 1].writable && !bufs[i].writable)
-			return -VIRTQ_EINVAL;
-	}
-	if (n > vq->num_free)
-		return -VIRTQ_ENOSPC;
+	if (rc)
+		return rc;
 
 	/* A free descriptor still holds the previous lap (2.8.1: AVAIL is
 	 * the other wrap counter's). One marked in this lap was written by
