@@ -19,22 +19,6 @@
 #include "kernel/arch.h"
 #include "drivers/virtio/virtq.h"
 
-/* One untorn access to shared ring memory that the compiler may not merge,
- * repeat or drop (Linux READ_ONCE/WRITE_ONCE). Ordering comes only from the
- * barriers above. */
-static inline uint16_t virtq_load16(const uint16_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-static inline uint32_t virtq_load32(const uint32_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-static inline void virtq_store16(uint16_t *p, uint16_t v)
-{
-	__atomic_store_n(p, v, __ATOMIC_RELAXED);
-}
-
 int virtq_init(struct virtq *vq, uint16_t qidx, uint16_t size, bool event_idx, virtq_alloc_fn alloc,
                virtq_notify_fn notify, void *notify_ctx)
 {

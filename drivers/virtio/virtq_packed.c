@@ -34,25 +34,6 @@
 #include "kernel/arch.h"
 #include "drivers/virtio/virtq.h"
 
-/* Untorn accesses to shared ring memory (Linux READ_ONCE/WRITE_ONCE);
- * ordering comes only from the barriers above. */
-static inline uint16_t virtq_load16(const uint16_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-static inline uint32_t virtq_load32(const uint32_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-static inline void virtq_store16(uint16_t *p, uint16_t v)
-{
-	__atomic_store_n(p, v, __ATOMIC_RELAXED);
-}
-static inline void virtq_store32(uint32_t *p, uint32_t v)
-{
-	__atomic_store_n(p, v, __ATOMIC_RELAXED);
-}
-
 /* 2.8.1: the AVAIL/USED bits that make a descriptor available in the lap
  * whose Driver Ring Wrap Counter is wrap. */
 static uint16_t virtq_avail_bits(bool wrap)

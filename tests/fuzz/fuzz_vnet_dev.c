@@ -261,9 +261,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			break;
 		case 3: /* a poll pass, some time later */
-			shim_now_ns += (uint64_t)take(&in, 1) * 1000000;
-			if (vnet_poll(vn) < 0)
-				failed = true;
+			failed = fuzz_poll(vn, &in);
 			break;
 		}
 		check_held(vn, held, nheld, failed);

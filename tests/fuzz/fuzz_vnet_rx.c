@@ -126,9 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		case 6: /* a poll pass, some time later */
-			shim_now_ns += (uint64_t)take(&in, 1) * 1000000;
-			if (vnet_poll(vn) < 0)
-				failed = true;
+			failed = fuzz_poll(vn, &in);
 			break;
 		case 7: /* link flap */
 			sim.cfg[VIRTIO_NET_CFG_STATUS] =

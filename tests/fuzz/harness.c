@@ -2,6 +2,7 @@
  * harness.c: what the libFuzzer targets share (harness.h).
  */
 #include "tests/fuzz/harness.h"
+#include "tests/unit/host_shim.h"
 #include "tests/unit/sim_dev.h"
 
 unsigned take(struct in *in, unsigned bytes)
@@ -90,4 +91,10 @@ bool fuzz_receive(struct vnet *vn, struct vnet_rx *held, unsigned *nheld, unsign
 		(*nheld)++;
 	}
 	return false;
+}
+
+bool fuzz_poll(struct vnet *vn, struct in *in)
+{
+	shim_now_ns += (uint64_t)take(in, 1) * 1000000;
+	return vnet_poll(vn) < 0;
 }

@@ -62,4 +62,8 @@ bool fuzz_receive(struct vnet *vn, struct vnet_rx *held, unsigned *nheld, unsign
                   int (*rx)(struct vnet_rx *out, void *ctx), void *ctx,
                   void (*check)(const struct vnet_rx *f));
 
+/* A poll pass, the input's count of milliseconds later; true on a device
+ * fault. */
+bool fuzz_poll(struct vnet *vn, struct in *in);
+
 #endif
