@@ -48,14 +48,6 @@ uint8_t rr_filler[RR_TCP_MAX];
 static struct result_snap snap_a, snap_b;
 static uint64_t t_start, t_end;
 
-/* A key that only one role understands is still claimed in the other, so
- * that it is rejected with a reason instead of "unknown key". */
-static void role_only(const char *key, bool ok, const char *role)
-{
-	if (cmdline_str(key, NULL) && !ok)
-		kernel_usage_error("cmdline", "key '%s' applies to rr.role=%s only", key, role);
-}
-
 void rr_configure(void)
 {
 	static const char *const protos[] = {"tcp", "udp", NULL};
@@ -75,12 +67,12 @@ void rr_configure(void)
 	c->warmup = cmdline_u64("rr.warmup", 1, 0, 600);
 	c->seconds = cmdline_u64("rr.seconds", c->server ? 600 : 10, 1, 86400);
 
-	role_only("rr.peer", !c->server, "client");
-	role_only("rr.burst", !c->server, "client");
-	role_only("rr.timeout", !c->server, "client");
-	role_only("rr.loss_ms", !c->server, "client");
-	role_only("rr.wait", c->server, "server");
-	role_only("rr.idle", c->server, "server");
+	cmdline_only_if("rr.peer", !c->server, "rr.role=client");
+	cmdline_only_if("rr.burst", !c->server, "rr.role=client");
+	cmdline_only_if("rr.timeout", !c->server, "rr.role=client");
+	cmdline_only_if("rr.loss_ms", !c->server, "rr.role=client");
+	cmdline_only_if("rr.wait", c->server, "rr.role=server");
+	cmdline_only_if("rr.idle", c->server, "rr.role=server");
 	peer_parse("rr.peer", "10.0.2.2", &c->peer);
 	c->burst = (unsigned)cmdline_u64("rr.burst", 1, 1, RR_BURST_MAX);
 	c->timeout_s = c->server ? cmdline_u64("rr.wait", 60, 1, 86400)

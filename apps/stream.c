@@ -48,12 +48,6 @@ static uint8_t pattern[STREAM_MSG_MAX]; /* iperf's compat/string.c pattern() */
 static struct result_snap snap_a, snap_b;
 static uint64_t t_start, t_end;
 
-static void role_only(const char *key, bool ok, const char *role)
-{
-	if (cmdline_str(key, NULL) && !ok)
-		kernel_usage_error("cmdline", "key '%s' applies to stream.role=%s only", key, role);
-}
-
 void stream_configure(void)
 {
 	static const char *const roles[] = {"client", "server", NULL};
@@ -62,7 +56,7 @@ void stream_configure(void)
 
 	net_configure();
 	c->server = cmdline_choice("stream.role", roles, 0) == 1;
-	role_only("stream.test", !c->server, "client");
+	cmdline_only_if("stream.test", !c->server, "stream.role=client");
 	c->maerts = cmdline_choice("stream.test", tests, 0) == 1;
 	c->msg = (uint32_t)cmdline_u64("stream.msg", 16384, 1, STREAM_MSG_MAX);
 	c->instances = (unsigned)cmdline_u64("stream.instances", 1, 1, STREAM_INSTANCES);
@@ -70,10 +64,10 @@ void stream_configure(void)
 	c->seconds = cmdline_u64("stream.seconds", c->server ? 600 : 10, 1, 86400);
 	c->port = (uint16_t)cmdline_u64("stream.port", 5001, 1, 65535);
 	c->check = cmdline_bool("stream.check", false);
-	role_only("stream.peer", !c->server, "client");
-	role_only("stream.timeout", !c->server, "client");
-	role_only("stream.wait", c->server, "server");
-	role_only("stream.idle", c->server, "server");
+	cmdline_only_if("stream.peer", !c->server, "stream.role=client");
+	cmdline_only_if("stream.timeout", !c->server, "stream.role=client");
+	cmdline_only_if("stream.wait", c->server, "stream.role=server");
+	cmdline_only_if("stream.idle", c->server, "stream.role=server");
 	peer_parse("stream.peer", "10.0.2.2", &c->peer);
 	c->timeout_s = c->server ? cmdline_u64("stream.wait", 60, 1, 86400)
 	                         : cmdline_u64("stream.timeout", 5, 1, 3600);
