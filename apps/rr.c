@@ -45,8 +45,7 @@ struct rr_config rr_cfg;
 struct rr_stats rr_st;
 uint8_t rr_filler[RR_TCP_MAX];
 
-static struct result_snap snap_a, snap_b;
-static uint64_t t_start, t_end;
+static struct result_window win;
 
 void rr_configure(void)
 {
@@ -119,23 +118,21 @@ void rr_measure_begin(void)
 	hist_reset(&rr_st.lat);
 	rr_st.transactions = rr_st.messages = rr_st.bytes = 0;
 	rr_st.lost = rr_st.late = rr_st.errors = 0;
-	result_snap(&snap_a);
-	t_start = snap_a.ns;
-	rr_st.last_txn_ns = t_start;
+	result_measure_begin(&win);
+	rr_st.last_txn_ns = win.t_start;
 	rr_st.measuring = true;
 }
 
 void rr_measure_end(uint64_t end_ns)
 {
 	rr_st.measuring = false;
-	result_snap(&snap_b);
-	t_end = end_ns > t_start ? end_ns : snap_b.ns;
+	result_measure_end(&win, end_ns);
 }
 
 static void report(void)
 {
 	const struct rr_config *c = &rr_cfg;
-	uint64_t ns = t_end - t_start;
+	uint64_t ns = win.t_end - win.t_start;
 	result_begin(c->udp ? "udp_rr" : "tcp_rr", c->server ? "server" : "client");
 	result_str("framing", c->sockperf ? "sockperf" : "raw");
 	if (c->server) {
@@ -158,7 +155,7 @@ static void report(void)
 	result_u64("transactions", rr_st.transactions);
 	result_rates(rr_st.bytes, rr_st.transactions, ns);
 	result_latency(&rr_st.lat);
-	result_counters(&snap_a, &snap_b, rr_st.transactions);
+	result_counters(&win.a, &win.b, rr_st.transactions);
 	result_end();
 }
 

@@ -45,8 +45,7 @@ struct stream_config stream_cfg;
 struct stream_stats stream_st;
 
 static uint8_t pattern[STREAM_MSG_MAX]; /* iperf's compat/string.c pattern() */
-static struct result_snap snap_a, snap_b;
-static uint64_t t_start, t_end;
+static struct result_window win;
 
 void stream_configure(void)
 {
@@ -174,16 +173,14 @@ void stream_received(struct sconn *s, const uint8_t *d, uint32_t n)
 void stream_measure_begin(void)
 {
 	stream_st.tx_bytes = stream_st.rx_bytes = 0;
-	result_snap(&snap_a);
-	t_start = snap_a.ns;
+	result_measure_begin(&win);
 	stream_st.measuring = true;
 }
 
 void stream_measure_end(uint64_t end_ns)
 {
 	stream_st.measuring = false;
-	result_snap(&snap_b);
-	t_end = end_ns > t_start ? end_ns : snap_b.ns;
+	result_measure_end(&win, end_ns);
 }
 
 static void report(void)
@@ -193,7 +190,7 @@ static void report(void)
 	bool rx = st->rx_bytes >= st->tx_bytes; /* a server does what its clients asked */
 	uint64_t bytes = rx ? st->rx_bytes : st->tx_bytes;
 	uint32_t msg = c->server && rx ? st->peer_msg : c->msg;
-	uint64_t ns = t_end - t_start, msgs = msg ? bytes / msg : 0;
+	uint64_t ns = win.t_end - win.t_start, msgs = msg ? bytes / msg : 0;
 	result_begin(rx ? "tcp_maerts" : "tcp_stream", c->server ? "server" : "client");
 	result_u64("msg", msg);
 	result_u64("instances", c->server ? st->peers : c->instances);
@@ -206,7 +203,7 @@ static void report(void)
 	result_u64("check_errors", st->check_errors);
 	if (st->check_errors)
 		result_u64("check_first_bad", st->first_bad);
-	result_counters(&snap_a, &snap_b, msgs);
+	result_counters(&win.a, &win.b, msgs);
 	result_end();
 }
 

@@ -24,6 +24,18 @@ void result_snap(struct result_snap *s)
 	s->ns = clock_ns();
 }
 
+void result_measure_begin(struct result_window *w)
+{
+	result_snap(&w->a);
+	w->t_start = w->a.ns;
+}
+
+void result_measure_end(struct result_window *w, uint64_t end_ns)
+{
+	result_snap(&w->b);
+	w->t_end = end_ns > w->t_start ? end_ns : w->b.ns;
+}
+
 static struct {
 	const char *test, *role;
 	const char *lat; /* "lat" or, for an RR server, "cycle" */
