@@ -136,6 +136,11 @@ bool ctl_stop_requested(void)
 	return stop;
 }
 
+bool ctl_stop_or_idle(uint64_t last_ns, uint64_t idle_s)
+{
+	return stop || clock_ns() - last_ns > idle_s * 1000000000ull;
+}
+
 void ctl_print_counters(void)
 {
 	if (started)

@@ -53,6 +53,9 @@ void ctl_configure(void);    /* ctl=on|off, ctl.token= (every app claims them) *
 void ctl_start(void);        /* serving apps: open the port unless ctl=off */
 const char *ctl_label(void); /* "udp:9999" or "off", for the listening line */
 bool ctl_stop_requested(void);
+/* A serving app's phase is over: a stop request, or more than idle_s
+ * seconds since last_ns (the last request or data). */
+bool ctl_stop_or_idle(uint64_t last_ns, uint64_t idle_s);
 void ctl_print_counters(void); /* CTL {...}: requests, ok, unknown, denied */
 
 /* peer.c: the host peer of a client role */
