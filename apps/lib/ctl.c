@@ -38,12 +38,10 @@ void ctl_configure(void)
 {
 	static const char *const on_off[] = {"on", "off", NULL};
 	enabled = cmdline_choice("ctl", on_off, 0) == 0;
-	const char *t = cmdline_str("ctl.token", NULL);
-	if (!enabled) {
-		if (t)
-			kernel_usage_error("cmdline", "key 'ctl.token' applies to ctl=on only");
+	cmdline_only_if("ctl.token", enabled, "ctl=on");
+	if (!enabled)
 		return;
-	}
+	const char *t = cmdline_str("ctl.token", NULL);
 	if (!t) {
 		/* LWIP_RAND: RDRAND when the CPU has it, else TSC-seeded xorshift;
 		 * a harness that wants a real secret passes ctl.token=. */
