@@ -57,7 +57,7 @@ LWIP_FILES := core/def.c core/inet_chksum.c core/init.c core/ip.c core/mem.c \
 	core/ipv4/ip4_addr.c core/ipv4/ip4_frag.c netif/ethernet.c \
 	apps/lwiperf/lwiperf.c
 LWIP_OBJS := $(patsubst %.c,$(O)/obj/lwip/%.o,$(LWIP_FILES))
-APP_SRCS    := $(wildcard apps/*.c)
+APP_SRCS    := $(wildcard apps/*.c apps/lib/*.c)
 COMMON_SRCS := $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS) $(APP_SRCS)
 PVH_SRCS    := $(wildcard boot/pvh/*.c boot/pvh/*.S)
 

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "apps/apps.h"
-#include "apps/hist.h"
+#include "apps/lib/hist.h"
 #include "drivers/virtio/vnet.h"
 #include "kernel/kernel.h"
 

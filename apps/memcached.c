@@ -27,7 +27,7 @@
 #include <string.h>
 #include "apps/apps.h"
 #include "apps/memcached.h"
-#include "apps/result.h"
+#include "apps/lib/result.h"
 #include "kernel/kernel.h"
 #include "lwip/tcp.h"
 #include "net/net.h"
@@ -203,9 +203,7 @@ static bool got_command(void *unused)
 static bool finished(void *unused)
 {
 	(void)unused;
-	if (ctl_stop_requested())
-		return true;
-	return cfg.idle_s && clock_ns() - last_cmd_ns > cfg.idle_s * 1000000000ull;
+	return cfg.idle_s ? ctl_stop_or_idle(last_cmd_ns, cfg.idle_s) : ctl_stop_requested();
 }
 
 static void report(uint64_t commands, uint64_t ns, const struct mc_proto_stats *a)

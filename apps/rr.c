@@ -36,7 +36,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "apps/apps.h"
-#include "apps/result.h"
+#include "apps/lib/result.h"
 #include "apps/rr.h"
 #include "kernel/kernel.h"
 #include "net/net.h"
@@ -45,16 +45,7 @@ struct rr_config rr_cfg;
 struct rr_stats rr_st;
 uint8_t rr_filler[RR_TCP_MAX];
 
-static struct result_snap snap_a, snap_b;
-static uint64_t t_start, t_end;
-
-/* A key that only one role understands is still claimed in the other, so
- * that it is rejected with a reason instead of "unknown key". */
-static void role_only(const char *key, bool ok, const char *role)
-{
-	if (cmdline_str(key, NULL) && !ok)
-		kernel_usage_error("cmdline", "key '%s' applies to rr.role=%s only", key, role);
-}
+static struct result_window win;
 
 void rr_configure(void)
 {
@@ -75,12 +66,12 @@ void rr_configure(void)
 	c->warmup = cmdline_u64("rr.warmup", 1, 0, 600);
 	c->seconds = cmdline_u64("rr.seconds", c->server ? 600 : 10, 1, 86400);
 
-	role_only("rr.peer", !c->server, "client");
-	role_only("rr.burst", !c->server, "client");
-	role_only("rr.timeout", !c->server, "client");
-	role_only("rr.loss_ms", !c->server, "client");
-	role_only("rr.wait", c->server, "server");
-	role_only("rr.idle", c->server, "server");
+	cmdline_only_if("rr.peer", !c->server, "rr.role=client");
+	cmdline_only_if("rr.burst", !c->server, "rr.role=client");
+	cmdline_only_if("rr.timeout", !c->server, "rr.role=client");
+	cmdline_only_if("rr.loss_ms", !c->server, "rr.role=client");
+	cmdline_only_if("rr.wait", c->server, "rr.role=server");
+	cmdline_only_if("rr.idle", c->server, "rr.role=server");
 	peer_parse("rr.peer", "10.0.2.2", &c->peer);
 	c->burst = (unsigned)cmdline_u64("rr.burst", 1, 1, RR_BURST_MAX);
 	c->timeout_s = c->server ? cmdline_u64("rr.wait", 60, 1, 86400)
@@ -127,23 +118,21 @@ void rr_measure_begin(void)
 	hist_reset(&rr_st.lat);
 	rr_st.transactions = rr_st.messages = rr_st.bytes = 0;
 	rr_st.lost = rr_st.late = rr_st.errors = 0;
-	result_snap(&snap_a);
-	t_start = snap_a.ns;
-	rr_st.last_txn_ns = t_start;
+	result_measure_begin(&win);
+	rr_st.last_txn_ns = win.t_start;
 	rr_st.measuring = true;
 }
 
 void rr_measure_end(uint64_t end_ns)
 {
 	rr_st.measuring = false;
-	result_snap(&snap_b);
-	t_end = end_ns > t_start ? end_ns : snap_b.ns;
+	result_measure_end(&win, end_ns);
 }
 
 static void report(void)
 {
 	const struct rr_config *c = &rr_cfg;
-	uint64_t ns = t_end - t_start;
+	uint64_t ns = win.t_end - win.t_start;
 	result_begin(c->udp ? "udp_rr" : "tcp_rr", c->server ? "server" : "client");
 	result_str("framing", c->sockperf ? "sockperf" : "raw");
 	if (c->server) {
@@ -166,7 +155,7 @@ static void report(void)
 	result_u64("transactions", rr_st.transactions);
 	result_rates(rr_st.bytes, rr_st.transactions, ns);
 	result_latency(&rr_st.lat);
-	result_counters(&snap_a, &snap_b, rr_st.transactions);
+	result_counters(&win.a, &win.b, rr_st.transactions);
 	result_end();
 }
 

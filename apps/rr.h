@@ -22,7 +22,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "apps/hist.h"
+#include "apps/lib/hist.h"
 #include "lwip/ip_addr.h"
 
 #define SP_HDR_LEN   14

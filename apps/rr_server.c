@@ -260,11 +260,8 @@ static bool got_request(void *unused)
 static bool clients_gone(void *unused)
 {
 	(void)unused;
-	if (ctl_stop_requested())
-		return true;
-	if (clock_ns() - last_req_ns > rr_cfg.idle_s * 1000000000ull)
-		return true;
-	return !rr_cfg.udp && conns_seen >= rr_cfg.instances && !conns_open;
+	return ctl_stop_or_idle(last_req_ns, rr_cfg.idle_s) ||
+	       (!rr_cfg.udp && conns_seen >= rr_cfg.instances && !conns_open);
 }
 
 static void open_sockets(void)

@@ -34,7 +34,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "apps/apps.h"
-#include "apps/result.h"
+#include "apps/lib/result.h"
 #include "apps/stream.h"
 #include "kernel/kernel.h"
 #include "kernel/prof.h"
@@ -45,14 +45,7 @@ struct stream_config stream_cfg;
 struct stream_stats stream_st;
 
 static uint8_t pattern[STREAM_MSG_MAX]; /* iperf's compat/string.c pattern() */
-static struct result_snap snap_a, snap_b;
-static uint64_t t_start, t_end;
-
-static void role_only(const char *key, bool ok, const char *role)
-{
-	if (cmdline_str(key, NULL) && !ok)
-		kernel_usage_error("cmdline", "key '%s' applies to stream.role=%s only", key, role);
-}
+static struct result_window win;
 
 void stream_configure(void)
 {
@@ -62,7 +55,7 @@ void stream_configure(void)
 
 	net_configure();
 	c->server = cmdline_choice("stream.role", roles, 0) == 1;
-	role_only("stream.test", !c->server, "client");
+	cmdline_only_if("stream.test", !c->server, "stream.role=client");
 	c->maerts = cmdline_choice("stream.test", tests, 0) == 1;
 	c->msg = (uint32_t)cmdline_u64("stream.msg", 16384, 1, STREAM_MSG_MAX);
 	c->instances = (unsigned)cmdline_u64("stream.instances", 1, 1, STREAM_INSTANCES);
@@ -70,10 +63,10 @@ void stream_configure(void)
 	c->seconds = cmdline_u64("stream.seconds", c->server ? 600 : 10, 1, 86400);
 	c->port = (uint16_t)cmdline_u64("stream.port", 5001, 1, 65535);
 	c->check = cmdline_bool("stream.check", false);
-	role_only("stream.peer", !c->server, "client");
-	role_only("stream.timeout", !c->server, "client");
-	role_only("stream.wait", c->server, "server");
-	role_only("stream.idle", c->server, "server");
+	cmdline_only_if("stream.peer", !c->server, "stream.role=client");
+	cmdline_only_if("stream.timeout", !c->server, "stream.role=client");
+	cmdline_only_if("stream.wait", c->server, "stream.role=server");
+	cmdline_only_if("stream.idle", c->server, "stream.role=server");
 	peer_parse("stream.peer", "10.0.2.2", &c->peer);
 	c->timeout_s = c->server ? cmdline_u64("stream.wait", 60, 1, 86400)
 	                         : cmdline_u64("stream.timeout", 5, 1, 3600);
@@ -180,16 +173,14 @@ void stream_received(struct sconn *s, const uint8_t *d, uint32_t n)
 void stream_measure_begin(void)
 {
 	stream_st.tx_bytes = stream_st.rx_bytes = 0;
-	result_snap(&snap_a);
-	t_start = snap_a.ns;
+	result_measure_begin(&win);
 	stream_st.measuring = true;
 }
 
 void stream_measure_end(uint64_t end_ns)
 {
 	stream_st.measuring = false;
-	result_snap(&snap_b);
-	t_end = end_ns > t_start ? end_ns : snap_b.ns;
+	result_measure_end(&win, end_ns);
 }
 
 static void report(void)
@@ -199,7 +190,7 @@ static void report(void)
 	bool rx = st->rx_bytes >= st->tx_bytes; /* a server does what its clients asked */
 	uint64_t bytes = rx ? st->rx_bytes : st->tx_bytes;
 	uint32_t msg = c->server && rx ? st->peer_msg : c->msg;
-	uint64_t ns = t_end - t_start, msgs = msg ? bytes / msg : 0;
+	uint64_t ns = win.t_end - win.t_start, msgs = msg ? bytes / msg : 0;
 	result_begin(rx ? "tcp_maerts" : "tcp_stream", c->server ? "server" : "client");
 	result_u64("msg", msg);
 	result_u64("instances", c->server ? st->peers : c->instances);
@@ -212,7 +203,7 @@ static void report(void)
 	result_u64("check_errors", st->check_errors);
 	if (st->check_errors)
 		result_u64("check_first_bad", st->first_bad);
-	result_counters(&snap_a, &snap_b, msgs);
+	result_counters(&win.a, &win.b, msgs);
 	result_end();
 }
 

@@ -224,11 +224,8 @@ static bool got_client(void *unused)
 static bool clients_gone(void *unused)
 {
 	(void)unused;
-	if (ctl_stop_requested())
-		return true;
-	if (clock_ns() - stream_st.last_data_ns > stream_cfg.idle_s * 1000000000ull)
-		return true;
-	return conns_seen >= expected && !conns_open;
+	return ctl_stop_or_idle(stream_st.last_data_ns, stream_cfg.idle_s) ||
+	       (conns_seen >= expected && !conns_open);
 }
 
 /* Senders whose time ran out while the window was closed stop here. */

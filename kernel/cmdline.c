@@ -95,6 +95,12 @@ const char *cmdline_str(const char *key, const char *def)
 	return v ? v : def;
 }
 
+void cmdline_only_if(const char *key, bool applies, const char *when)
+{
+	if (cmdline_str(key, NULL) && !applies)
+		kernel_usage_error("cmdline", "key '%s' applies to %s only", key, when);
+}
+
 bool cmdline_bool(const char *key, bool def)
 {
 	static const char *const yes_no[] = {"0", "1", NULL};

@@ -200,6 +200,9 @@ uint64_t cmdline_u64(const char *key, uint64_t def, uint64_t min, uint64_t max);
 const char *cmdline_str(const char *key, const char *def);
 bool cmdline_bool(const char *key, bool def);
 int cmdline_choice(const char *key, const char *const *choices, int def);
+/* Claim a key that only some settings take (when: "rr.role=client"): given
+ * where it does not apply, a usage error that says so, not "unknown key". */
+void cmdline_only_if(const char *key, bool applies, const char *when);
 /* The n-th value (from 0) of a key that may be given more than once; NULL
  * past the last. The other getters refuse a repeated key. */
 const char *cmdline_nth(const char *key, int n);

@@ -81,6 +81,15 @@ def netpeer(ns, args, timeout):
     return res
 
 
+def ping(ns, args, timeout=60):
+    """ping -q the guest from the namespace: (sent, received, the run)."""
+    r = ns.run(["ping", "-q"] + args + [NS_GUEST_IP], timeout=timeout, capture_output=True, text=True)
+    m = re.search(r"(\d+) packets transmitted, (\d+) received", r.stdout)
+    if not m:
+        raise Fail(f"ping {' '.join(args)} printed no summary (status {r.returncode}): {r.stdout}{r.stderr}")
+    return int(m.group(1)), int(m.group(2)), r
+
+
 def json_line(g, prefix):
     """The JSON object of the guest's first console line `PREFIX {...}`."""
     m = g.expect(r"^" + prefix + r" (\{.*\})$")
@@ -300,7 +309,7 @@ class T:
         self.guests = []
         self.cleanups = []
         # The control port's shared secret for this test's appliances
-        # (apps/ctl.c): passed as ctl.token= and exported for netpeer.py and
+        # (apps/lib/ctl.c): passed as ctl.token= and exported for netpeer.py and
         # every other peer the test runs (VNETLAB_CTL_TOKEN).
         self.ctl_token = secrets.token_hex(16)
         os.environ["VNETLAB_CTL_TOKEN"] = self.ctl_token

@@ -19,22 +19,6 @@
 #include "kernel/arch.h"
 #include "drivers/virtio/virtq.h"
 
-/* One untorn access to shared ring memory that the compiler may not merge,
- * repeat or drop (Linux READ_ONCE/WRITE_ONCE). Ordering comes only from the
- * barriers above. */
-static inline uint16_t virtq_load16(const uint16_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-static inline uint32_t virtq_load32(const uint32_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-static inline void virtq_store16(uint16_t *p, uint16_t v)
-{
-	__atomic_store_n(p, v, __ATOMIC_RELAXED);
-}
-
 int virtq_init(struct virtq *vq, uint16_t qidx, uint16_t size, bool event_idx, virtq_alloc_fn alloc,
                virtq_notify_fn notify, void *notify_ctx)
 {
@@ -91,20 +75,10 @@ int virtq_add(struct virtq *vq, const struct virtq_buf *bufs, unsigned n, void *
 	uint16_t head, id, last = 0;
 	uint32_t wlen = 0;
 	unsigned i;
+	int rc = virtq_add_check(vq, bufs, n);
 
-	if (vq->broken)
-		return -VIRTQ_EDEVICE;
-	if (n == 0 || n > vq->size)
-		return -VIRTQ_EINVAL;
-	for (i = 0; i < n; i++) {
-		if (bufs[i].len == 0)
-			return -VIRTQ_EINVAL;
-		/* 2.7.4.2: device-writable elements after all device-readable ones. */
-		if (i > 0 && bufs[i - 1].writable && !bufs[i].writable)
-			return -VIRTQ_EINVAL;
-	}
-	if (n > vq->num_free)
-		return -VIRTQ_ENOSPC;
+	if (rc)
+		return rc;
 
 	head = id = vq->free_head;
 	for (i = 0; i < n; i++) {

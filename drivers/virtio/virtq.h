@@ -157,6 +157,47 @@ static inline bool virtq_need_event(uint16_t event, uint16_t new_idx, uint16_t o
 	return (uint16_t)(new_idx - event - 1) < (uint16_t)(new_idx - old_idx);
 }
 
+/* For the two ring files: one untorn access to shared ring memory that
+ * the compiler may not merge, repeat or drop (Linux READ_ONCE/WRITE_ONCE).
+ * Ordering comes only from each file's labelled barriers. */
+static inline uint16_t virtq_load16(const uint16_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+static inline uint32_t virtq_load32(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+static inline void virtq_store16(uint16_t *p, uint16_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+static inline void virtq_store32(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+
+/* virtq_add()'s refusals, the same in both layouts: a dead queue; a
+ * malformed request (no buffers, more than the ring holds, a zero length,
+ * a device-readable buffer after a device-writable one: 2.7.4.2, 2.8.17);
+ * then fewer free descriptors than buffers. 0: the chain may be added. */
+static inline int virtq_add_check(const struct virtq *vq, const struct virtq_buf *bufs, unsigned n)
+{
+	if (vq->broken)
+		return -VIRTQ_EDEVICE;
+	if (n == 0 || n > vq->size)
+		return -VIRTQ_EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		if (bufs[i].len == 0)
+			return -VIRTQ_EINVAL;
+		if (i > 0 && bufs[i - 1].writable && !bufs[i].writable)
+			return -VIRTQ_EINVAL;
+	}
+	if (n > vq->num_free)
+		return -VIRTQ_ENOSPC;
+	return 0;
+}
+
 static inline const char *virtq_fault_name(enum virtq_fault f)
 {
 	static const char *const names[VIRTQ_FAULT_KINDS] = {

@@ -34,25 +34,6 @@
 #include "kernel/arch.h"
 #include "drivers/virtio/virtq.h"
 
-/* Untorn accesses to shared ring memory (Linux READ_ONCE/WRITE_ONCE);
- * ordering comes only from the barriers above. */
-static inline uint16_t virtq_load16(const uint16_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-static inline uint32_t virtq_load32(const uint32_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-static inline void virtq_store16(uint16_t *p, uint16_t v)
-{
-	__atomic_store_n(p, v, __ATOMIC_RELAXED);
-}
-static inline void virtq_store32(uint32_t *p, uint32_t v)
-{
-	__atomic_store_n(p, v, __ATOMIC_RELAXED);
-}
-
 /* 2.8.1: the AVAIL/USED bits that make a descriptor available in the lap
  * whose Driver Ring Wrap Counter is wrap. */
 static uint16_t virtq_avail_bits(bool wrap)
@@ -148,20 +129,10 @@ int virtq_add(struct virtq *vq, const struct virtq_buf *bufs, unsigned n, void *
 	uint32_t wlen = 0;
 	bool wrap;
 	unsigned i;
+	int rc = virtq_add_check(vq, bufs, n);
 
-	if (vq->broken)
-		return -VIRTQ_EDEVICE;
-	if (n == 0 || n > vq->size)
-		return -VIRTQ_EINVAL;
-	for (i = 0; i < n; i++) {
-		if (bufs[i].len == 0)
-			return -VIRTQ_EINVAL;
-		/* 2.8.17: device-writable elements after all device-readable ones. */
-		if (i > 0 && bufs[i - 1].writable && !bufs[i].writable)
-			return -VIRTQ_EINVAL;
-	}
-	if (n > vq->num_free)
-		return -VIRTQ_ENOSPC;
+	if (rc)
+		return rc;
 
 	/* A free descriptor still holds the previous lap (2.8.1: AVAIL is
 	 * the other wrap counter's). One marked in this lap was written by

@@ -35,11 +35,11 @@ HOST_IP = "10.77.0.1"
 GUEST_IP = "10.77.0.2"
 PREFIX = 24
 TAP = "vnbtap0"
-CTL_PORT = 9999  # apps/apps.h: a "stop TOKEN" datagram ends a serving app
+CTL_PORT = 9999  # apps/lib/lib.h: a "stop TOKEN" datagram ends a serving app
 
 
 def ctl_request(cmd, token):
-    """A control request as apps/ctl.c obeys it, "COMMAND TOKEN" (the token
+    """A control request as apps/lib/ctl.c obeys it, "COMMAND TOKEN" (the token
     the run passed as ctl.token=); a Linux guest's init ends on any
     datagram to the port, so it gets the bare command."""
     return f"{cmd} {token}" if token else cmd

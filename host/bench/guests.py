@@ -60,19 +60,19 @@ class Boot:
                 return p
         return None
 
-    def accel(self):
+    def _qemu_run_said(self, pattern):
+        """The first group of pattern in qemu-run.sh's stderr, or None."""
         for l in self.proc.text("err"):
-            m = re.search(r"qemu-run: accel=(\w+)", l)
+            m = re.search(pattern, l)
             if m:
                 return m.group(1)
         return None
 
+    def accel(self):
+        return self._qemu_run_said(r"qemu-run: accel=(\w+)")
+
     def cpu_model(self):
-        for l in self.proc.text("err"):
-            m = re.search(r"qemu-run: accel=\w+(?: kvm_mode=\w+)? cpu=(\S+)", l)
-            if m:
-                return m.group(1)
-        return None
+        return self._qemu_run_said(r"qemu-run: accel=\w+(?: kvm_mode=\w+)? cpu=(\S+)")
 
     def wait_ready(self, timeout):
         """Until a serving app says it listens; False on timeout/exit."""
@@ -176,7 +176,7 @@ class Vnetlab:
 
     def start(self, run, backend, timeout):
         kernel = self.kernels[run.variant]
-        # A fresh control-port secret per run (apps/ctl.c): a stop or a
+        # A fresh control-port secret per run (apps/lib/ctl.c): a stop or a
         # state request from anyone else on the wire is ignored.
         token = secrets.token_hex(16)
         keys = self.keys(run, backend)

@@ -243,7 +243,7 @@ def start_side(kind, kernel, role, test, p, warmup, switch, timeout):
     else:
         keys = appliance_keys(role, test, p, warmup)
         cmdline = " ".join(f"{a}={b}" for a, b in keys.items())
-        # The control port's secret for this run (apps/ctl.c); kept out of
+        # The control port's secret for this run (apps/lib/ctl.c); kept out of
         # the row's cmdline.
         token = secrets.token_hex(16)
         argv = [QEMU_RUN, "--kernel", kernel, "--append", f"{cmdline} ctl.token={token}", "--timeout", str(timeout),
@@ -383,8 +383,7 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
         row["accel"] = guests.pick_accel("auto")
         row["status"] = "ok"
     except BenchError as e:
-        row["error"] = str(e).splitlines()[0][:300]
-        row["error_detail"] = str(e)
+        runs.record_error(row, e)
     finally:
         sampler.stop()
         for pr in (client, server):

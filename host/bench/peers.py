@@ -194,10 +194,17 @@ def cc_args(params):
     return ["-Z", params["cc"]] if params.get("cc") else []
 
 
-class IperfServer(Peer):
+class Iperf(Peer):
+    """iperf 2 either side: what both read back."""
     name = "iperf"
-    server = True
     tools = ("iperf",)
+
+    def parse(self):
+        return parse_iperf(self.proc.text())
+
+
+class IperfServer(Iperf):
+    server = True
 
     def argv(self):
         a = ["iperf", "-s", "-B", self.backend.peer_bind, "-p", str(self.backend.host_port(IPERF_PORT)), "-f", "m"]
@@ -209,13 +216,8 @@ class IperfServer(Peer):
     def ready(self, timeout=10):
         return bool(self.proc.wait_line(lambda l: "Server listening" in l, timeout))
 
-    def parse(self):
-        return parse_iperf(self.proc.text())
 
-
-class IperfClient(Peer):
-    name = "iperf"
-    tools = ("iperf",)
+class IperfClient(Iperf):
 
     def argv(self):
         addr, port = self.backend.guest_port(IPERF_PORT, "tcp")
@@ -225,9 +227,6 @@ class IperfClient(Peer):
         if self.test == "tcp_stream":
             return a + ["-R"]  # the guest sends with its own congestion control
         return a + cc_args(self.params)
-
-    def parse(self):
-        return parse_iperf(self.proc.text())
 
 
 class Ping(Peer):

@@ -316,6 +316,18 @@ def markdown(records, cols, baseline, meta, plots=()):
         L.append("")
         row_name = {"instances": "Instances", "msg": "Message size", "size": "Payload bytes"}[row_dim]
 
+        def record_cell(key, text):
+            """A cell from the run's record: "-" when there is none or it
+            lacks key, else text(record)."""
+
+            def cell(rv, c):
+                r = idx.get((rv, c))
+                if not r or r.get(key) is None:
+                    return "-"
+                return text(r)
+
+            return cell
+
         def main_cell(rv, c):
             r = idx.get((rv, c))
             if not r:
@@ -344,11 +356,9 @@ def markdown(records, cols, baseline, meta, plots=()):
 
             du = "transaction" if metric == "tps" else "MB"
 
-            def demand_cell(rv, c):
-                r = idx.get((rv, c))
-                key = "txn" if metric == "tps" else "mb"
-                if not r or r.get(f"host_us_per_{key}") is None:
-                    return "-"
+            key = "txn" if metric == "tps" else "mb"
+
+            def demand(r):
                 parts = [f"host {fmt_num(r[f'host_us_per_{key}'])}"]
                 for who in ("qemu", "backend", "peer", "server", "procs"):
                     v = r.get(f"{who}_us_per_{key}")
@@ -356,7 +366,8 @@ def markdown(records, cols, baseline, meta, plots=()):
                         parts.append(f"{'processes together' if who == 'procs' else who} {fmt_num(v)}")
                 return ", ".join(parts) + f" (n={r.get('host_demand_n')})"
 
-            L += _table(f"service demand: host CPU us per {du} (medians)", row_name, row_values, gcols, demand_cell)
+            L += _table(f"service demand: host CPU us per {du} (medians)", row_name, row_values, gcols,
+                        record_cell(f"host_us_per_{key}", demand))
 
         def proc_cell(rv, c):
             r = idx.get((rv, c))
@@ -371,36 +382,22 @@ def markdown(records, cols, baseline, meta, plots=()):
 
         L += _table("process CPU % (of one CPU)", row_name, row_values, gcols, proc_cell)
 
+        def quantiles_cell(prefix, note=lambda r: ""):
+            keys = [f"{prefix}_{q}_ns" for q in ("p50", "p90", "p99", "p999")]
+            return record_cell(keys[0], lambda r: " / ".join(fmt_num(r.get(k), "x_ns") for k in keys) + note(r))
+
         if any(r.get("lat_p50_ns") is not None for r in recs):
-
-            def lat_cell(rv, c):
-                r = idx.get((rv, c))
-                if not r or r.get("lat_p50_ns") is None:
-                    return "-"
-                return " / ".join(fmt_num(r.get(k), "x_ns") for k in ("lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns"))
-
-            L += _table("latency p50 / p90 / p99 / p99.9 (us, medians)", row_name, row_values, gcols, lat_cell)
+            L += _table("latency p50 / p90 / p99 / p99.9 (us, medians)", row_name, row_values, gcols,
+                        quantiles_cell("lat"))
 
         if any(r.get("pooled_p50_ns") is not None for r in recs):
-
-            def pooled_cell(rv, c):
-                r = idx.get((rv, c))
-                if not r or r.get("pooled_p50_ns") is None:
-                    return "-"
-                return " / ".join(fmt_num(r.get(k), "x_ns") for k in ("pooled_p50_ns", "pooled_p90_ns", "pooled_p99_ns",
-                                                                        "pooled_p999_ns")) + f" (n={r['pooled_n']})"
-
             L += _table("pooled p50 / p90 / p99 / p99.9 (us, from the guest's merged histograms)", row_name,
-                        row_values, gcols, pooled_cell)
+                        row_values, gcols, quantiles_cell("pooled", lambda r: f" (n={r['pooled_n']})"))
 
         if any(r.get("peer_lat_p50_ns") is not None for r in recs):
 
-            def peer_lat_cell(rv, c):
-                r = idx.get((rv, c))
-                if not r or r.get("peer_lat_p50_ns") is None:
-                    return "-"
-                return f"{fmt_num(r['peer_lat_p50_ns'], 'x_ns')} / {fmt_num(r.get('peer_lat_p99_ns'), 'x_ns')}"
-
+            peer_lat_cell = record_cell("peer_lat_p50_ns", lambda r: f"{fmt_num(r['peer_lat_p50_ns'], 'x_ns')} / "
+                                        f"{fmt_num(r.get('peer_lat_p99_ns'), 'x_ns')}")
             who = ("memcaslap, log2 buckets: upper bounds" if info["kind"] == "memcached" else "sockperf --full-rtt")
             L += _table(f"host peer's own round trip p50 / p99 (us, {who}, medians)", row_name,
                         row_values, gcols, peer_lat_cell)
@@ -416,12 +413,8 @@ def markdown(records, cols, baseline, meta, plots=()):
 
         if any(r.get("kicks_per_txn") is not None for r in recs):
 
-            def drv_cell(rv, c):
-                r = idx.get((rv, c))
-                if not r or r.get("kicks_per_txn") is None:
-                    return "-"
-                return f"{fmt_num(r['kicks_per_txn'])} / {fmt_num(r.get('reclaims_per_txn'))}"
-
+            drv_cell = record_cell("kicks_per_txn",
+                                   lambda r: f"{fmt_num(r['kicks_per_txn'])} / {fmt_num(r.get('reclaims_per_txn'))}")
             unit = {"rr": "transaction", "stream": "message (one write of msg bytes)", "ping": "ping (whole boot)",
                     "memcached": "memcached command"}[info["kind"]]
             L += _table(f"driver: kicks / TX reclaim calls per {unit} (medians)", row_name, row_values, gcols, drv_cell)
@@ -429,12 +422,8 @@ def markdown(records, cols, baseline, meta, plots=()):
         kvm_unit = "txn" if info["kind"] == "rr" else "mb"
         if any(r.get(f"kvm_exits_per_{kvm_unit}") is not None for r in recs):
 
-            def kvm_cell(rv, c):
-                r = idx.get((rv, c))
-                if not r or r.get(f"kvm_exits_per_{kvm_unit}") is None:
-                    return "-"
-                return " / ".join(fmt_num(r.get(f"kvm_{n}_per_{kvm_unit}")) for n in KVM_SHOWN)
-
+            kvm_cell = record_cell(f"kvm_exits_per_{kvm_unit}",
+                                   lambda r: " / ".join(fmt_num(r.get(f"kvm_{n}_per_{kvm_unit}")) for n in KVM_SHOWN))
             per = "transaction" if kvm_unit == "txn" else "MB (10^6 payload bytes)"
             L += _table(f"KVM: exits / instruction emulations / interrupt injections / halt exits per {per} "
                         "(query-stats over the guest's interval; medians)", row_name, row_values, gcols, kvm_cell)

@@ -102,7 +102,7 @@ def guest_window(obj, t_line):
 
 
 def hist_of(lines):
-    """The guest's HIST line (apps/result.h) as a dict, or None."""
+    """The guest's HIST line (apps/lib/result.h) as a dict, or None."""
     for l in lines:
         if l.startswith("HIST {"):
             try:
@@ -163,6 +163,13 @@ def service_demand(row, kind):
             have = True
     if have:
         row[f"procs_us_per_{unit}"] = round(total / 100.0 * 1e6 / rate, 3)
+
+
+def record_error(row, e):
+    """A run that failed: the error's first line for the table, all of it
+    for the record."""
+    row["error"] = str(e).splitlines()[0][:300]
+    row["error_detail"] = str(e)
 
 
 def write_log(path, boot, peer, backend_proc):
@@ -339,8 +346,7 @@ def execute(run, m, guest, logdir):
             row["outstanding_mean"] = round(row["tps"] * row["lat_mean_ns"] / 1e9, 2)
         row["status"] = "ok"
     except BenchError as e:
-        row["error"] = str(e).splitlines()[0][:300]
-        row["error_detail"] = str(e)
+        record_error(row, e)
     finally:
         sampler.stop()
         peer.stop()

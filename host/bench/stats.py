@@ -169,7 +169,7 @@ def pct_change(cell, base):
 def pooled_percentiles(hists, pcts=(50, 90, 99, 99.9)):
     """Percentiles of the union of several guest histograms (HIST lines:
     lists of [low, width, count]), nearest rank, the bucket's midpoint, as
-    apps/hist.c reports them. {p: value} or {} when empty."""
+    apps/lib/hist.c reports them. {p: value} or {} when empty."""
     buckets = {}
     for h in hists:
         for low, width, count in h:

@@ -16,7 +16,7 @@ GUEST_NET = f"ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap"
 RR_PORT, STREAM_PORT = 11111, 5001
 WARMUP, SECONDS = 1, 2
 
-# Every RESULT line carries these (apps/result.h).
+# Every RESULT line carries these (apps/lib/result.h).
 COMMON_KEYS = ("test", "role", "variant", "accel", "backend", "instances", "seconds", "transactions",
                "tps", "mbps", "tx_frames", "rx_frames", "kicks", "kicks_suppressed", "reclaim_calls",
                "reclaimed", "ring_full", "lwip_drops", "kicks_per_txn", "reclaims_per_txn")

@@ -1,4 +1,4 @@
-"""The control port (apps/ctl.c, issue 23 finding 7): only a request that
+"""The control port (apps/lib/ctl.c, issue 23 finding 7): only a request that
 carries the run's token is obeyed; anything else is counted and ignored;
 ctl=off opens no port; bad values are refused before the app runs."""
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from lib import BUILD, NS_GUEST_IP, NS_PREFIX, TOP, Fail, json_line, linked_variants, netpeer
+from lib import BUILD, NS_GUEST_IP, NS_PREFIX, TOP, Fail, json_line, linked_variants, netpeer, ping
 
 PEER = [sys.executable, os.path.join(TOP, "tests", "tools", "netpeer.py")]
 MIB = 1 << 20
@@ -80,14 +80,6 @@ def stop_guest(ns, g):
     g.wait()
     g.expect_ok()
     return json_line(g, "LWIPSTATS")
-
-
-def ping(ns, args, timeout):
-    r = ns.run(["ping", "-q"] + args + [NS_GUEST_IP], timeout=timeout, capture_output=True, text=True)
-    m = re.search(r"(\d+) packets transmitted, (\d+) received", r.stdout)
-    if not m:
-        raise Fail(f"ping {' '.join(args)} printed no summary (status {r.returncode}): {r.stdout}{r.stderr}")
-    return int(m.group(1)), int(m.group(2)), r
 
 
 def test_tap_ping(t):

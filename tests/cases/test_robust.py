@@ -9,7 +9,7 @@ import re
 import sys
 import time
 
-from lib import NS_GUEST_IP, TOP, Fail, json_line, netpeer
+from lib import NS_GUEST_IP, TOP, Fail, echo_guest, json_line, netpeer, ping, stop_echo
 
 HOSTILE = [sys.executable, os.path.join(TOP, "tests", "tools", "hostile.py")]
 
@@ -22,26 +22,9 @@ def hostile(ns, args, timeout):
     return json.loads(lines[-1])
 
 
-def echo_guest(t, ns, seconds=120, extra=""):
-    g = t.start(append=f"app=echo ip={NS_GUEST_IP}/24 backend=tap echo.seconds={seconds} {extra}",
-                net=f"tap:{ns.tap}", ns=ns, timeout=seconds + 60)
-    g.wait_line(r"^echo listening", timeout=30)
-    return g
-
-
-def ping(ns, args, timeout=60):
-    r = ns.run(["ping", "-q"] + args + [NS_GUEST_IP], timeout=timeout, capture_output=True, text=True)
-    m = re.search(r"(\d+) packets transmitted, (\d+) received", r.stdout)
-    if not m:
-        raise Fail(f"ping {' '.join(args)} printed no summary (status {r.returncode}): {r.stdout}{r.stderr}")
-    return int(m.group(1)), int(m.group(2))
-
-
 def stop(ns, g):
     """Stop a serving guest; its LWIPSTATS and POOLS lines."""
-    netpeer(ns, ["stop", NS_GUEST_IP], timeout=20)
-    g.wait()
-    g.expect_ok()
+    stop_echo(ns, g)
     return json_line(g, "LWIPSTATS"), json_line(g, "POOLS")
 
 
@@ -63,9 +46,9 @@ def pools_back(pools, allow=()):
 
 def test_ping_64k_reassembly_and_fragmentation(t):
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         for size, count in ((65000, 20), (65507, 5), (1473, 20), (30000, 10)):
-            sent, recv = ping(ns, ["-c", str(count), "-i", "0.2", "-W", "3", "-s", str(size)])
+            sent, recv, _ = ping(ns, ["-c", str(count), "-i", "0.2", "-W", "3", "-s", str(size)])
             if sent != count or recv != count:
                 raise Fail(f"ping -s {size}: expected {count} of {count} replies, got {recv} of {sent}")
         st, pools = stop(ns, g)
@@ -77,16 +60,34 @@ def test_ping_64k_reassembly_and_fragmentation(t):
         print(f"    ping -s 65000/65507: all answered, {st['frag_recv']} fragments in, {st['reasm_oks']} reassembled")
 
 
+def verdict(rc, out, expected):
+    """hostile.py's JSON verdict (its last line); Fail saying what was
+    expected unless the peer saw it."""
+    res = json.loads(out.strip().splitlines()[-1])
+    if rc or not res["ok"]:
+        raise Fail(f"{expected}: {res}")
+    return res
+
+
+def quiet_stop(ns, g):
+    """A second for the last segments, then stop the guest: its LWIPSTATS,
+    with every pool back."""
+    time.sleep(1)
+    st, pools = stop(ns, g)
+    pools_back(pools)
+    return st
+
+
 def test_incomplete_fragments_are_counted_and_never_pin_rx(t):
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         if ping(ns, ["-c", "1", "-W", "2"])[1] != 1:
             raise Fail("no reply to a first ping")
         n, k = 200, 20
         res = hostile(ns, ["frags", NS_GUEST_IP, str(n), str(k)], timeout=60)
         # Reassembly holds at most IP_REASS_MAX_PBUFS buffers: full-size
         # datagrams still get through while the junk is evicted.
-        sent, recv = ping(ns, ["-c", "10", "-i", "0.2", "-W", "3", "-s", "65000"])
+        sent, recv, _ = ping(ns, ["-c", "10", "-i", "0.2", "-W", "3", "-s", "65000"])
         if recv != sent:
             raise Fail(f"after {res['fragments']} orphan fragments: {recv} of {sent} 64 KB pings answered")
         time.sleep(6.5)  # IP_REASS_MAXAGE (5 s): whatever is left ages out
@@ -161,7 +162,7 @@ def spoof_flood(ns, g, port):
 
 def test_spoofed_on_link_syn_flood_open_and_closed_port(t):
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         if ping(ns, ["-c", "1", "-W", "2"])[1] != 1:
             raise Fail("no reply to a first ping")
         got = [spoof_flood(ns, g, port) for port in (7, 9)]
@@ -211,7 +212,7 @@ def test_256_concurrent_connections_to_the_rr_server(t):
 
 def test_zero_window_peer_does_not_stall_others(t):
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         zw = ns.popen(HOSTILE + ["zerowin", NS_GUEST_IP, "7", "10"], stdout=subprocess.PIPE, text=True)
         time.sleep(4)  # the zero-window peer's window is closed by now
         t0 = time.monotonic()
@@ -221,9 +222,7 @@ def test_zero_window_peer_does_not_stall_others(t):
             raise Fail(f"8 MiB echo beside the zero-window peer came back wrong: {integ}")
         out, _ = zw.communicate(timeout=60)
         zres = json.loads(out.strip().splitlines()[-1])
-        time.sleep(1)
-        st, pools = stop(ns, g)
-        pools_back(pools)  # the peer reset: everything it pinned is back
+        st = quiet_stop(ns, g)  # the peer reset: everything it pinned is back
         expect_zero("beside a zero-window peer", st, ("memp_err", "tx_drops", "link_drop"))
         print(f"    8 MiB echoed in {took:.1f} s beside a zero-window peer ({zres['sent']} bytes pushed at it), "
               f"pools back")
@@ -240,7 +239,7 @@ def test_out_of_order_and_duplicate_segments_never_stall_receive(t):
     beside them still completes, every peer's data is acknowledged once its
     hole is filled, and every buffer is back after they reset."""
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         mac = guest_mac(g)
         oo = ns.popen(HOSTILE + ["ooseq", ns.tap, mac, NS_GUEST_IP, "7", "6", "64"], stdout=subprocess.PIPE, text=True)
         time.sleep(2)
@@ -248,13 +247,9 @@ def test_out_of_order_and_duplicate_segments_never_stall_receive(t):
         if integ["sent_sha256"] != integ["recv_sha256"]:
             raise Fail(f"8 MiB echo beside the out-of-order peers came back wrong: {integ}")
         out, _ = oo.communicate(timeout=120)
-        res = json.loads(out.strip().splitlines()[-1])
-        if oo.returncode or not res["ok"]:
-            raise Fail(f"out-of-order peers: expected nothing acknowledged before the hole was filled and "
-                       f"everything after: {res}")
-        time.sleep(1)
-        st, pools = stop(ns, g)
-        pools_back(pools)
+        res = verdict(oo.returncode, out, "out-of-order peers: expected nothing acknowledged before the hole "
+                      "was filled and everything after")
+        st = quiet_stop(ns, g)
         expect_zero("out-of-order peers", st, ("memp_err", "tx_drops", "link_drop"))
         netif = json_line(g, "NETIF")
         print(f"    6 x 64 out-of-order segments (x2) parked: 8 MiB echo beside them intact, all acknowledged "
@@ -271,17 +266,13 @@ def test_out_of_order_queue_bound_discards_are_counted(t):
     everything is acknowledged."""
     nsegs, bound, size = 100, 64, 500
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         mac = guest_mac(g)
         r = ns.run(HOSTILE + ["ooseq", ns.tap, mac, NS_GUEST_IP, "7", "1", str(nsegs), str(size)], timeout=120,
                    capture_output=True, text=True)
-        res = json.loads(r.stdout.strip().splitlines()[-1])
-        if r.returncode or not res["ok"]:
-            raise Fail(f"an overflowing out-of-order queue: expected nothing acknowledged before the fill and "
-                       f"everything after the peer resent what was discarded: {res}")
-        time.sleep(1)
-        st, pools = stop(ns, g)
-        pools_back(pools)
+        res = verdict(r.returncode, r.stdout, "an overflowing out-of-order queue: expected nothing acknowledged "
+                      "before the fill and everything after the peer resent what was discarded")
+        st = quiet_stop(ns, g)
         want = nsegs - bound
         if st["tcp_ooseq_drop"] != want or st["tcp_ooseq_drop_bytes"] != want * size:
             raise Fail(f"expected the {want} segments beyond the {bound}-buffer bound counted as discarded "
@@ -295,7 +286,7 @@ def test_out_of_order_queue_bound_discards_are_counted(t):
 
 def test_silent_half_open_peer_does_not_stall_others(t):
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         mac = guest_mac(g)
         ho = ns.popen(HOSTILE + ["halfopen", ns.tap, mac, NS_GUEST_IP, "7", str(64 * 1024), "15"],
                       stdout=subprocess.PIPE, text=True)
@@ -306,7 +297,7 @@ def test_silent_half_open_peer_does_not_stall_others(t):
         integ = netpeer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(8 << 20)], timeout=120)
         if integ["sent_sha256"] != integ["recv_sha256"]:
             raise Fail(f"8 MiB echo beside the silent peer came back wrong: {integ}")
-        sent, recv = ping(ns, ["-c", "20", "-i", "0.05", "-W", "1"])
+        sent, recv, _ = ping(ns, ["-c", "20", "-i", "0.05", "-W", "1"])
         if recv != sent:
             raise Fail(f"ping beside the silent peer: {recv} of {sent}")
         st, pools = stop(ns, g)
@@ -323,7 +314,7 @@ def test_replies_waiting_for_arp_are_queued_not_dropped(t):
     five echoes wait for the ARP reply and go out (lwIP's default queue
     holds one and frees the rest without a counter)."""
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         res = hostile(ns, ["arpqueue", ns.tap, guest_mac(g), NS_GUEST_IP, "5"], timeout=30)
         st, pools = stop(ns, g)
         expect_zero("replies queued behind ARP", st, ("memp_err", "etharp_memerr", "udp_drop", "arp_queue_drop"))
@@ -342,7 +333,7 @@ def test_frames_queued_on_an_expired_arp_entry_are_counted(t):
     arp_queue_drop must say 7, and nothing may be left queued."""
     n = 7
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         res = hostile(ns, ["arpqueue", ns.tap, guest_mac(g), NS_GUEST_IP, str(n), "never"], timeout=30)
         st, pools = stop(ns, g)
         nf = json_line(g, "NETIF")
@@ -382,7 +373,7 @@ def test_a_stalled_echo_asks_the_appliance_for_its_state(t):
     two connections open, and on the peer against a silent fake echo in the
     namespace (VNETLAB_NETPEER_STALL=1,3: ask after 1 s, fail after 3 s)."""
     with t.netns() as ns:
-        g = echo_guest(t, ns)
+        g = echo_guest(t, ns, seconds=120)
         hold = ns.popen([sys.executable, "-c", (
             "import socket, time\n"
             f"cs = [socket.create_connection(('{NS_GUEST_IP}', 7)) for _ in range(2)]\n"

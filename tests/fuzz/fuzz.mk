@@ -14,13 +14,13 @@ FUZZ_CC     := clang
 FUZZ_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -I. \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_SECONDS ?= 600
-FUZZ_DEPS   := $(wildcard drivers/virtio/*.h tests/unit/*.h net/*.h net/port/*.h net/port/arch/*.h) \
+FUZZ_DEPS   := $(wildcard drivers/virtio/*.h tests/unit/*.h tests/fuzz/*.h net/*.h net/port/*.h net/port/arch/*.h) \
 	tests/fuzz/fuzz.mk
 
 # The driver as the unit tests link it: every file but the two transports
 # and their probe, which sim_pci.c replaces, with the split ring
-# (driver_srcs: one ring file).
-FUZZ_DRIVER_SRCS := tests/unit/sim_dev.c tests/unit/host_shim.c tests/unit/sim_pci.c \
+# (driver_srcs: one ring file); and what every target shares (harness.c).
+FUZZ_DRIVER_SRCS := tests/fuzz/harness.c tests/unit/sim_dev.c tests/unit/host_shim.c tests/unit/sim_pci.c \
 	$(filter-out drivers/virtio/virtio_pci.c drivers/virtio/virtio_mmio.c drivers/virtio/virtio_probe.c,\
 	$(call driver_srcs,split))
 

@@ -35,17 +35,11 @@
 #include "lwip/udp.h"
 #include "net/net.h"
 #include "netif/ethernet.h"
+#include "tests/fuzz/harness.h"
 #include "tests/unit/host_shim.h"
 #include "tests/unit/sim_dev.h"
 
-#define REQUIRE(cond, what)                                                                        \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "fuzz_netif: invariant broken: %s (%s:%d)\n", what,        \
-			        __FILE__, __LINE__);                                               \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
+const char fuzz_target[] = "fuzz_netif";
 
 /* The platform services net/sys_arch.c gives the guest. */
 u32_t sys_now(void)
@@ -211,28 +205,14 @@ static void check_tx_headroom_first_data_pbuf(void)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	static const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
 	ip4_addr_t addr, mask, gw;
-	char err[256];
 
 	(void)argc;
 	(void)argv;
-	if (!getenv("FUZZ_VERBOSE") && !freopen("/dev/null", "w", stdout))
-		abort();
+	fuzz_quiet();
 	shim_reset();
 	shim_now_ns = 1000000000ull;
-	sim_reset((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_NET_F_MAC) |
-	          (1ull << VIRTIO_NET_F_STATUS) | (1ull << VIRTIO_F_EVENT_IDX) |
-	          (1ull << VIRTIO_NET_F_MRG_RXBUF) | (1ull << VIRTIO_NET_F_CSUM) |
-	          (1ull << VIRTIO_NET_F_GUEST_CSUM) | (1ull << VIRTIO_NET_F_MTU) |
-	          (1ull << VIRTIO_NET_F_HOST_TSO4) | (1ull << VIRTIO_NET_F_GUEST_TSO4));
-	sim.mode = SIM_SYNC;
-	memcpy(sim.cfg + VIRTIO_NET_CFG_MAC, mac, 6);
-	sim.cfg[VIRTIO_NET_CFG_STATUS] = VIRTIO_NET_S_LINK_UP;
-	sim.cfg[VIRTIO_NET_CFG_MTU] = 1500 & 0xff;
-	sim.cfg[VIRTIO_NET_CFG_MTU + 1] = 1500 >> 8;
-	vn = vnet_open(err, sizeof(err));
-	REQUIRE(vn, "vnet_open");
+	vn = fuzz_vnet_open();
 	lwip_init();
 	IP4_ADDR(&addr, 10, 77, 0, 2);
 	IP4_ADDR(&mask, 255, 255, 255, 0);

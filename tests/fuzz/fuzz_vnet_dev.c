@@ -29,12 +29,10 @@
  */
 #define _GNU_SOURCE
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <ucontext.h>
-#include "drivers/virtio/vnet_priv.h"
+#include "tests/fuzz/harness.h"
 #include "tests/unit/host_shim.h"
 #include "tests/unit/sim_dev.h"
 
@@ -42,33 +40,7 @@
 #define PAGE     4096ul
 #define X86_TF   0x100ul /* EFLAGS trap flag: one instruction, then #DB */
 
-#define REQUIRE(cond, what)                                                                        \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "fuzz_vnet_dev: invariant broken: %s (%s:%d)\n", what,     \
-			        __FILE__, __LINE__);                                               \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
-
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static unsigned take(struct in *in, unsigned bytes)
-{
-	unsigned v = 0;
-
-	for (unsigned i = 0; i < bytes; i++) {
-		v = v << 8 | (in->n ? *in->p : 0);
-		if (in->n) {
-			in->p++;
-			in->n--;
-		}
-	}
-	return v;
-}
+const char fuzz_target[] = "fuzz_vnet_dev";
 
 static struct vnet *vn;
 static struct vnet_rx held[HOLD_MAX];
@@ -189,20 +161,7 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 
 static void check_frame(const struct vnet_rx *f)
 {
-	uint32_t sum = 0;
-
-	REQUIRE(f->nbufs >= 1 && f->nbufs <= VNET_RX_MAX_BUFS, "buffers per frame");
-	for (unsigned k = 0; k < f->nbufs; k++) {
-		const uint8_t *d = f->buf[k].data, *base = vn->rx_mem;
-		uintptr_t off = (uintptr_t)(d - base);
-
-		REQUIRE(d >= base && off / VNET_RX_BUF_SIZE < vn->rxq.size,
-		        "buffer inside the RX area");
-		REQUIRE(off % VNET_RX_BUF_SIZE + f->buf[k].len <= VNET_RX_BUF_SIZE,
-		        "buffer length within its buffer");
-		sum += f->buf[k].len;
-	}
-	REQUIRE(sum == f->len, "buffer lengths add up to the frame");
+	check_frame_bufs(vn, f);
 	if (getenv("FUZZ_VERBOSE"))
 		fprintf(stderr, "frame len=%u flags=0x%x gso_size=%u nbufs=%u\n", f->len, f->flags,
 		        f->gso_size, f->nbufs);
@@ -226,8 +185,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	(void)argc;
 	(void)argv;
-	if (!getenv("FUZZ_VERBOSE") && !freopen("/dev/null", "w", stdout))
-		abort();
+	fuzz_quiet();
 	sa.sa_sigaction = on_trap;
 	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
@@ -237,8 +195,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 /* The driver receives, the device rewriting as it goes. */
-static int receive_hostile(struct vnet_rx *out, struct in *script)
+static int receive_hostile(struct vnet_rx *out, void *ctx)
 {
+	struct in *script = ctx;
 	struct sigaction sa = {0};
 	int r;
 
@@ -261,26 +220,12 @@ static int receive_hostile(struct vnet_rx *out, struct in *script)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
 	static uint8_t frame[70000];
 	struct in in = {data, size};
-	char err[256];
 	bool failed = false;
-	uint64_t offered = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_NET_F_MAC) |
-	                   (1ull << VIRTIO_NET_F_STATUS) | (1ull << VIRTIO_F_EVENT_IDX) |
-	                   (1ull << VIRTIO_NET_F_MRG_RXBUF) | (1ull << VIRTIO_NET_F_CSUM) |
-	                   (1ull << VIRTIO_NET_F_GUEST_CSUM) | (1ull << VIRTIO_NET_F_MTU) |
-	                   (1ull << VIRTIO_NET_F_HOST_TSO4) | (1ull << VIRTIO_NET_F_GUEST_TSO4);
 
 	shim_reset();
-	sim_reset(offered);
-	sim.mode = SIM_SYNC;
-	memcpy(sim.cfg + VIRTIO_NET_CFG_MAC, mac, 6);
-	sim.cfg[VIRTIO_NET_CFG_STATUS] = VIRTIO_NET_S_LINK_UP;
-	sim.cfg[VIRTIO_NET_CFG_MTU] = 1500 & 0xff;
-	sim.cfg[VIRTIO_NET_CFG_MTU + 1] = 1500 >> 8;
-	vn = vnet_open(err, sizeof(err));
-	REQUIRE(vn, "vnet_open on a sane device");
+	vn = fuzz_vnet_open();
 	REQUIRE((uintptr_t)vn->rx_mem % PAGE == 0 && (uintptr_t)vn->rxq.used % PAGE == 0,
 	        "RX buffers and used ring page-aligned");
 	region[0].start = (uintptr_t)vn->rx_mem;
@@ -296,13 +241,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		switch (take(&in, 1) % 4) {
 		case 0: { /* a frame, every header field from the input */
 			struct virtio_net_hdr h;
-			h.flags = (uint8_t)take(&in, 1);
-			h.gso_type = (uint8_t)take(&in, 1);
-			h.hdr_len = (uint16_t)take(&in, 2);
-			h.gso_size = (uint16_t)take(&in, 2);
-			h.csum_start = (uint16_t)take(&in, 2);
-			h.csum_offset = (uint16_t)take(&in, 2);
-			h.num_buffers = 0;
+			take_hdr(&in, &h);
 			unsigned len = take(&in, 3) % sizeof(frame);
 			unsigned claim = take(&in, 1);
 			for (unsigned i = 0; i < len; i++)
@@ -310,22 +249,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			sim_rx_inject_hdr(&h, frame, len, claim == 0xff ? -1 : (int)claim % 40, -1);
 			break;
 		}
-		case 1: { /* the driver receives while the device rewrites */
-			unsigned n = 1 + take(&in, 1) % 8;
-			for (unsigned i = 0; i < n && nheld < HOLD_MAX; i++) {
-				int r = receive_hostile(&held[nheld], &in);
-				if (r < 0) {
-					failed = true;
-					REQUIRE(vnet_rx(vn, &held[nheld]) < 0, "a fault is sticky");
-					break;
-				}
-				if (r == 0)
-					break;
-				check_frame(&held[nheld]);
-				nheld++;
-			}
+		case 1: /* the driver receives while the device rewrites */
+			failed = fuzz_receive(vn, held, &nheld, HOLD_MAX, 1 + take(&in, 1) % 8,
+			                      receive_hostile, &in, check_frame);
 			break;
-		}
 		case 2: /* the caller frees some frames */
 			for (unsigned n = take(&in, 1) % 16; n && nheld; n--) {
 				unsigned i = take(&in, 1) % nheld;
@@ -334,16 +261,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			break;
 		case 3: /* a poll pass, some time later */
-			shim_now_ns += (uint64_t)take(&in, 1) * 1000000;
-			if (vnet_poll(vn) < 0)
-				failed = true;
+			failed = fuzz_poll(vn, &in);
 			break;
 		}
-		unsigned bufs = 0;
-		for (unsigned i = 0; i < nheld; i++)
-			bufs += held[i].nbufs;
-		REQUIRE(failed || vnet_rx_held(vn) == bufs,
-		        "driver's held count is what the caller holds");
+		check_held(vn, held, nheld, failed);
 	}
 	while (nheld) {
 		vnet_rx_release_frame(vn, &held[nheld - 1]);

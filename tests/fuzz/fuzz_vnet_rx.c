@@ -15,42 +15,14 @@
  * goes back (rx_held == 0; after a fault the run ends, so not then) and the
  * simulated device saw no driver rule break. ASan/UBSan catch the rest.
  */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include "drivers/virtio/vnet_priv.h"
+#include "tests/fuzz/harness.h"
 #include "tests/unit/host_shim.h"
 #include "tests/unit/sim_dev.h"
 
 #define HOLD_MAX 256
 
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static unsigned take(struct in *in, unsigned bytes)
-{
-	unsigned v = 0;
-
-	for (unsigned i = 0; i < bytes; i++) {
-		v = v << 8 | (in->n ? *in->p : 0);
-		if (in->n) {
-			in->p++;
-			in->n--;
-		}
-	}
-	return v;
-}
-
-#define REQUIRE(cond, what)                                                                        \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "fuzz_vnet_rx: invariant broken: %s (%s:%d)\n", what,      \
-			        __FILE__, __LINE__);                                               \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
+const char fuzz_target[] = "fuzz_vnet_rx";
 
 static struct vnet *vn;
 static struct vnet_rx held[HOLD_MAX];
@@ -60,24 +32,20 @@ static unsigned nreleased;
 
 static void check_frame(const struct vnet_rx *f)
 {
-	uint32_t sum = 0;
-
-	REQUIRE(f->nbufs >= 1 && f->nbufs <= VNET_RX_MAX_BUFS, "buffers per frame");
+	check_frame_bufs(vn, f);
 	for (unsigned k = 0; k < f->nbufs; k++) {
-		const uint8_t *d = f->buf[k].data, *base = vn->rx_mem;
-		uintptr_t off = (uintptr_t)(d - base);
-		size_t buf = off / VNET_RX_BUF_SIZE;
-
-		REQUIRE(d >= base && buf < vn->rxq.size, "buffer inside the RX area");
-		REQUIRE(off % VNET_RX_BUF_SIZE + f->buf[k].len <= VNET_RX_BUF_SIZE,
-		        "buffer length within its buffer");
+		const uint8_t *d = f->buf[k].data;
 		volatile uint8_t x = 0;
 		for (uint32_t i = 0; i < f->buf[k].len; i++) /* ASan sees every byte */
 			x ^= d[i];
 		(void)x;
-		sum += f->buf[k].len;
 	}
-	REQUIRE(sum == f->len, "buffer lengths add up to the frame");
+}
+
+static int receive(struct vnet_rx *out, void *ctx)
+{
+	(void)ctx;
+	return vnet_rx(vn, out);
 }
 
 static void release(unsigned i)
@@ -92,35 +60,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	/* The driver prints a DEVICE_FAULT line per fault: not wanted here. */
-	if (!getenv("FUZZ_VERBOSE") && !freopen("/dev/null", "w", stdout))
-		abort();
+	fuzz_quiet();
 	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
 	static uint8_t frame[70000];
 	struct in in = {data, size};
-	char err[256];
 	bool failed = false;
 	struct sim_queue *rxd = &sim.q[VNET_RXQ];
-	uint64_t offered = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_NET_F_MAC) |
-	                   (1ull << VIRTIO_NET_F_STATUS) | (1ull << VIRTIO_F_EVENT_IDX) |
-	                   (1ull << VIRTIO_NET_F_MRG_RXBUF) | (1ull << VIRTIO_NET_F_CSUM) |
-	                   (1ull << VIRTIO_NET_F_GUEST_CSUM) | (1ull << VIRTIO_NET_F_MTU) |
-	                   (1ull << VIRTIO_NET_F_HOST_TSO4) | (1ull << VIRTIO_NET_F_GUEST_TSO4);
 
 	shim_reset();
-	sim_reset(offered);
-	sim.mode = SIM_SYNC;
-	memcpy(sim.cfg + VIRTIO_NET_CFG_MAC, mac, 6);
-	sim.cfg[VIRTIO_NET_CFG_STATUS] = VIRTIO_NET_S_LINK_UP;
-	sim.cfg[VIRTIO_NET_CFG_MTU] = 1500 & 0xff;
-	sim.cfg[VIRTIO_NET_CFG_MTU + 1] = 1500 >> 8;
-	vn = vnet_open(err, sizeof(err));
-	REQUIRE(vn, "vnet_open on a sane device");
+	vn = fuzz_vnet_open();
 	nheld = nreleased = 0;
 
 	while (in.n && !failed) {
@@ -129,13 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		switch (op) {
 		case 0: { /* a frame, every header field from the input */
 			struct virtio_net_hdr h;
-			h.flags = (uint8_t)take(&in, 1);
-			h.gso_type = (uint8_t)take(&in, 1);
-			h.hdr_len = (uint16_t)take(&in, 2);
-			h.gso_size = (uint16_t)take(&in, 2);
-			h.csum_start = (uint16_t)take(&in, 2);
-			h.csum_offset = (uint16_t)take(&in, 2);
-			h.num_buffers = 0;
+			take_hdr(&in, &h);
 			unsigned len = take(&in, 3) % sizeof(frame);
 			unsigned claim = take(&in, 1), complete = take(&in, 1);
 			unsigned fill = take(&in, 1);
@@ -163,22 +109,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			sim_rx_inject(frame, 14 + take(&in, 1));
 			rxd->fault = SIM_FAULT_NONE;
 			break;
-		case 3: { /* the driver receives */
-			unsigned n = 1 + take(&in, 1) % 64;
-			for (unsigned i = 0; i < n && nheld < HOLD_MAX; i++) {
-				int r = vnet_rx(vn, &held[nheld]);
-				if (r < 0) {
-					failed = true;
-					REQUIRE(vnet_rx(vn, &held[nheld]) < 0, "a fault is sticky");
-					break;
-				}
-				if (r == 0)
-					break;
-				check_frame(&held[nheld]);
-				nheld++;
-			}
+		case 3: /* the driver receives */
+			failed = fuzz_receive(vn, held, &nheld, HOLD_MAX, 1 + take(&in, 1) % 64,
+			                      receive, NULL, check_frame);
 			break;
-		}
 		case 4: /* the caller frees some frames */
 			for (unsigned n = take(&in, 1) % 16; n && nheld; n--)
 				release(take(&in, 1) % nheld);
@@ -192,21 +126,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		case 6: /* a poll pass, some time later */
-			shim_now_ns += (uint64_t)take(&in, 1) * 1000000;
-			if (vnet_poll(vn) < 0)
-				failed = true;
+			failed = fuzz_poll(vn, &in);
 			break;
 		case 7: /* link flap */
 			sim.cfg[VIRTIO_NET_CFG_STATUS] =
 			    (uint8_t)(take(&in, 1) & VIRTIO_NET_S_LINK_UP);
 			break;
 		}
-		unsigned bufs = 0;
-		for (unsigned i = 0; i < nheld; i++)
-			bufs += held[i].nbufs;
-		/* After a device fault the run ends (ERROR line): no accounting then. */
-		REQUIRE(failed || vnet_rx_held(vn) == bufs,
-		        "driver's held count is what the caller holds");
+		check_held(vn, held, nheld, failed);
 	}
 	while (nheld)
 		release(nheld - 1);

@@ -45,7 +45,6 @@ what it was asked.
                       meanwhile (arp_for_client: its entry was pushed out)
 """
 
-import json
 import os
 import random
 import select
@@ -54,18 +53,7 @@ import struct
 import sys
 import time
 
-
-def out(**kw):
-    print(json.dumps(kw), flush=True)
-
-
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
+from pkt import csum, out
 
 
 def src_ip_for(host):

@@ -22,7 +22,6 @@ one JSON line with what it saw and exits non-zero on a mismatch.
 """
 
 import hashlib
-import json
 import os
 import select
 import socket
@@ -31,18 +30,16 @@ import sys
 import threading
 import time
 
+from pkt import csum, out
+
 CTL_PORT = 9999
-# A control request is "COMMAND TOKEN" (apps/ctl.c): the harness that booted
+# A control request is "COMMAND TOKEN" (apps/lib/ctl.c): the harness that booted
 # the appliance with ctl.token= exports the same token here (tests/lib.py).
 CTL_TOKEN = os.environ.get("VNETLAB_CTL_TOKEN", "")
 
 
 def ctl_request(cmd):
     return f"{cmd} {CTL_TOKEN}".encode()
-
-
-def out(**kw):
-    print(json.dumps(kw), flush=True)
 
 
 # A connection that moves nothing back for STALL_ASK seconds asks the
@@ -265,15 +262,6 @@ def ctl(host, cmd):
             pass
     out(test=cmd, ok=False, token_set=bool(CTL_TOKEN))
     return 1
-
-
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
 
 
 def ipv4(src, dst, proto, payload, ttl=64, bad_csum=False, tot_len=None, ihl=5):

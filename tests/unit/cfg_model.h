@@ -16,52 +16,29 @@ void model_port_write(uint16_t port, unsigned width, uint32_t v);
 uint32_t model_mmio_read(uintptr_t a, unsigned width);
 void model_mmio_write(uintptr_t a, unsigned width, uint32_t v);
 
-static inline void outb(uint16_t port, uint8_t v)
-{
-	model_port_write(port, 1, v);
-}
-static inline void outw(uint16_t port, uint16_t v)
-{
-	model_port_write(port, 2, v);
-}
-static inline void outl(uint16_t port, uint32_t v)
-{
-	model_port_write(port, 4, v);
-}
-static inline uint8_t inb(uint16_t port)
-{
-	return (uint8_t)model_port_read(port, 1);
-}
-static inline uint16_t inw(uint16_t port)
-{
-	return (uint16_t)model_port_read(port, 2);
-}
-static inline uint32_t inl(uint16_t port)
-{
-	return model_port_read(port, 4);
-}
-static inline uint8_t mmio_read8(uintptr_t a)
-{
-	return (uint8_t)model_mmio_read(a, 1);
-}
-static inline uint16_t mmio_read16(uintptr_t a)
-{
-	return (uint16_t)model_mmio_read(a, 2);
-}
-static inline uint32_t mmio_read32(uintptr_t a)
-{
-	return model_mmio_read(a, 4);
-}
-static inline void mmio_write8(uintptr_t a, uint8_t v)
-{
-	model_mmio_write(a, 1, v);
-}
-static inline void mmio_write16(uintptr_t a, uint16_t v)
-{
-	model_mmio_write(a, 2, v);
-}
-static inline void mmio_write32(uintptr_t a, uint32_t v)
-{
-	model_mmio_write(a, 4, v);
-}
+/* kernel/arch.h's accessors, one pair per width, all into the model. */
+#define MODEL_PORT(sfx, type, bytes)                                                               \
+	static inline void out##sfx(uint16_t port, type v)                                         \
+	{                                                                                          \
+		model_port_write(port, bytes, v);                                                  \
+	}                                                                                          \
+	static inline type in##sfx(uint16_t port)                                                  \
+	{                                                                                          \
+		return (type)model_port_read(port, bytes);                                         \
+	}
+#define MODEL_MMIO(bits)                                                                           \
+	static inline uint##bits##_t mmio_read##bits(uintptr_t a)                                  \
+	{                                                                                          \
+		return (uint##bits##_t)model_mmio_read(a, bits / 8);                               \
+	}                                                                                          \
+	static inline void mmio_write##bits(uintptr_t a, uint##bits##_t v)                         \
+	{                                                                                          \
+		model_mmio_write(a, bits / 8, v);                                                  \
+	}
+MODEL_PORT(b, uint8_t, 1)
+MODEL_PORT(w, uint16_t, 2)
+MODEL_PORT(l, uint32_t, 4)
+MODEL_MMIO(8)
+MODEL_MMIO(16)
+MODEL_MMIO(32)
 #endif

@@ -6,6 +6,7 @@
 #ifndef VNETLAB_CHECK_H
 #define VNETLAB_CHECK_H
 
+#include <stdarg.h>
 #include <stdio.h>
 
 extern int check_failed, check_total;
@@ -30,5 +31,19 @@ extern int check_failed, check_total;
 		fn();                                                                              \
 		printf("%s %s\n", check_failed == before_ ? "ok  " : "FAIL", #fn);                 \
 	} while (0)
+
+/* main()'s last line, "NAME: N checks, N failed" (tests/unit/run.sh reads
+ * it; NAME from a printf format), and its exit status. */
+static inline int check_done(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int check_done(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf(": %d checks, %d failed\n", check_total, check_failed);
+	return check_failed ? 1 : 0;
+}
 
 #endif

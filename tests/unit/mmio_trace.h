@@ -26,36 +26,21 @@ static inline void mmio_note(uintptr_t a, uint8_t width, bool write)
 	if (mmio_nlog < sizeof(mmio_log) / sizeof(mmio_log[0]))
 		mmio_log[mmio_nlog++] = (struct mmio_access){a, width, write};
 }
-static inline uint8_t mmio_read8(uintptr_t a)
-{
-	mmio_note(a, 1, false);
-	return *(volatile uint8_t *)a;
-}
-static inline uint16_t mmio_read16(uintptr_t a)
-{
-	mmio_note(a, 2, false);
-	return *(volatile uint16_t *)a;
-}
-static inline uint32_t mmio_read32(uintptr_t a)
-{
-	mmio_note(a, 4, false);
-	return *(volatile uint32_t *)a;
-}
-static inline void mmio_write8(uintptr_t a, uint8_t v)
-{
-	mmio_note(a, 1, true);
-	*(volatile uint8_t *)a = v;
-}
-static inline void mmio_write16(uintptr_t a, uint16_t v)
-{
-	mmio_note(a, 2, true);
-	*(volatile uint16_t *)a = v;
-}
-static inline void mmio_write32(uintptr_t a, uint32_t v)
-{
-	mmio_note(a, 4, true);
-	*(volatile uint32_t *)a = v;
-}
+/* kernel/arch.h's MMIO accessors, one pair per width, noted as they act. */
+#define TRACED_MMIO(bits)                                                                          \
+	static inline uint##bits##_t mmio_read##bits(uintptr_t a)                                  \
+	{                                                                                          \
+		mmio_note(a, bits / 8, false);                                                     \
+		return *(volatile uint##bits##_t *)a;                                              \
+	}                                                                                          \
+	static inline void mmio_write##bits(uintptr_t a, uint##bits##_t v)                         \
+	{                                                                                          \
+		mmio_note(a, bits / 8, true);                                                      \
+		*(volatile uint##bits##_t *)a = v;                                                 \
+	}
+TRACED_MMIO(8)
+TRACED_MMIO(16)
+TRACED_MMIO(32)
 static inline void mmio_write64_split(uintptr_t a, uint64_t v)
 {
 	mmio_write32(a, (uint32_t)v);

@@ -35,6 +35,17 @@ void sim_reset(uint64_t offered)
 		sim.q[i].rng = 12345u + (uint32_t)i;
 }
 
+void sim_net_reset(uint64_t offered, uint16_t mtu)
+{
+	static const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
+
+	sim_reset(offered);
+	memcpy(sim.cfg + VIRTIO_NET_CFG_MAC, mac, 6);
+	sim.cfg[VIRTIO_NET_CFG_STATUS] = VIRTIO_NET_S_LINK_UP;
+	sim.cfg[VIRTIO_NET_CFG_MTU] = mtu & 0xff;
+	sim.cfg[VIRTIO_NET_CFG_MTU + 1] = mtu >> 8;
+}
+
 /* What the device sees of the driver's notification request (weak_order:
  * as of the driver's last register access). */
 static uint16_t sim_used_event(const struct sim_queue *q)
@@ -164,6 +175,35 @@ static uint32_t sim_rand(struct sim_queue *q)
 	return q->rng >> 8;
 }
 
+/* Descriptor n, the latest of chain c, in either layout: its length, a
+ * writable part, or readable bytes copied into frame (all writable ones
+ * last, 2.7.4.2 / 2.8.17). */
+static void sim_chain_desc(struct sim_queue *q, struct sim_chain *c, uint16_t n, uint64_t addr,
+                           uint32_t len, bool write, bool *seen_write, uint8_t *frame,
+                           uint32_t *frame_len)
+{
+	if (len == 0)
+		sim_driver_error("q%u: zero-length descriptor %u", q->qidx, n);
+	if (c->ndesc == 1)
+		c->first_len = len;
+	if (write) {
+		*seen_write = true;
+		c->writable += len;
+		if (c->nw < SIM_WBUF_MAX) {
+			c->w[c->nw].addr = addr;
+			c->w[c->nw].len = len;
+			c->nw++;
+		}
+		return;
+	}
+	if (*seen_write)
+		sim_driver_error("q%u: readable descriptor after writable", q->qidx);
+	if (*frame_len + len <= SIM_FRAME_MAX)
+		memcpy(frame + *frame_len, (const void *)(uintptr_t)addr, len);
+	*frame_len += len;
+	c->readable += len;
+}
+
 /* Walk one chain from its head, checking what 2.7.4.2 / 2.7.5 require. */
 static bool sim_walk(struct sim_queue *q, uint16_t head, struct sim_chain *c, uint8_t *frame,
                      uint32_t *frame_len)
@@ -186,28 +226,8 @@ static bool sim_walk(struct sim_queue *q, uint16_t head, struct sim_chain *c, ui
 			return false;
 		}
 		d = &q->desc[id];
-		if (d->len == 0)
-			sim_driver_error("q%u: zero-length descriptor %u", q->qidx, id);
-		if (c->ndesc == 1)
-			c->first_len = d->len;
-		if (d->flags & VIRTQ_DESC_F_WRITE) {
-			seen_write = true;
-			c->writable += d->len;
-			if (c->nw < SIM_WBUF_MAX) {
-				c->w[c->nw].addr = d->addr;
-				c->w[c->nw].len = d->len;
-				c->nw++;
-			}
-		} else {
-			if (seen_write)
-				sim_driver_error("q%u: readable descriptor after writable",
-				                 q->qidx);
-			if (*frame_len + d->len <= SIM_FRAME_MAX)
-				memcpy(frame + *frame_len, (const void *)(uintptr_t)d->addr,
-				       d->len);
-			*frame_len += d->len;
-			c->readable += d->len;
-		}
+		sim_chain_desc(q, c, id, d->addr, d->len, d->flags & VIRTQ_DESC_F_WRITE,
+		               &seen_write, frame, frame_len);
 		if (!(d->flags & VIRTQ_DESC_F_NEXT))
 			return true;
 		id = d->next;
@@ -283,27 +303,8 @@ static int sim_next_packed(struct sim_queue *q, struct sim_chain *c, uint8_t *fr
 			                 q->qidx, pos, f);
 			return -1;
 		}
-		if (d->len == 0)
-			sim_driver_error("q%u: zero-length descriptor %u", q->qidx, pos);
-		if (c->ndesc == 1)
-			c->first_len = d->len;
-		if (f & VIRTQ_DESC_F_WRITE) {
-			seen_write = true;
-			c->writable += d->len;
-			if (c->nw < SIM_WBUF_MAX) {
-				c->w[c->nw].addr = d->addr;
-				c->w[c->nw].len = d->len;
-				c->nw++;
-			}
-		} else {
-			if (seen_write)
-				sim_driver_error("q%u: readable descriptor after writable",
-				                 q->qidx);
-			if (*flen + d->len <= SIM_FRAME_MAX)
-				memcpy(frame + *flen, (const void *)(uintptr_t)d->addr, d->len);
-			*flen += d->len;
-			c->readable += d->len;
-		}
+		sim_chain_desc(q, c, pos, d->addr, d->len, f & VIRTQ_DESC_F_WRITE, &seen_write,
+		               frame, flen);
 		c->head = d->id; /* 2.8.6: the last descriptor's Buffer ID counts */
 		sim_padvance(q, &pos, &wrap, 1);
 		if (!(f & VIRTQ_DESC_F_NEXT))

@@ -129,6 +129,9 @@ struct sim_dev {
 extern struct sim_dev sim;
 
 void sim_reset(uint64_t offered);
+/* sim_reset(), then a virtio-net config space as QEMU's: MAC
+ * 52:54:00:12:34:56, link up, this MTU. */
+void sim_net_reset(uint64_t offered, uint16_t mtu);
 void sim_attach(struct sim_queue *q, const struct virtq *vq, uint16_t qidx);
 void sim_doorbell(uint16_t qidx, uint16_t avail_idx);
 void sim_register_access(void); /* the driver read a device register (weak_order) */

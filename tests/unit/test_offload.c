@@ -397,7 +397,5 @@ int main(void)
 	RUN(test_rx_beyond_posted);
 	RUN(test_feature_dependencies);
 	RUN(test_rx_hostile);
-	printf("test_offload %s: %d checks, %d failed\n", vnet_variant(), check_total,
-	       check_failed);
-	return check_failed ? 1 : 0;
+	return check_done("test_offload %s", vnet_variant());
 }

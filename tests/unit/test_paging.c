@@ -108,6 +108,5 @@ int main(void)
 {
 	printf("test_paging\n");
 	RUN(test_low_2m_in_4k_pages);
-	printf("test_paging: %d checks, %d failed\n", check_total, check_failed);
-	return check_failed ? 1 : 0;
+	return check_done("test_paging");
 }

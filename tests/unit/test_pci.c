@@ -174,6 +174,5 @@ int main(void)
 	printf("test_pci\n");
 	RUN(test_ports);
 	RUN(test_ecam);
-	printf("test_pci: %d checks, %d failed\n", check_total, check_failed);
-	return check_failed ? 1 : 0;
+	return check_done("test_pci");
 }

@@ -259,6 +259,5 @@ int main(void)
 	RUN(test_notification_data);
 	RUN(test_config_widths);
 	RUN(test_irq_routing);
-	printf("test_virtio_mmio: %d checks, %d failed\n", check_total, check_failed);
-	return check_failed ? 1 : 0;
+	return check_done("test_virtio_mmio");
 }

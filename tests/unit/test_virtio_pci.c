@@ -302,6 +302,5 @@ int main(void)
 	RUN(test_generation);
 	RUN(test_cap_first_usable);
 	RUN(test_msix_partial_failure_falls_back_to_intx);
-	printf("test_virtio_pci: %d checks, %d failed\n", check_total, check_failed);
-	return check_failed ? 1 : 0;
+	return check_done("test_virtio_pci");
 }

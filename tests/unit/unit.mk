@@ -23,7 +23,10 @@ unit_ring_obj = $(patsubst %.c,$(UNIT_DIR)/obj/%.o,$(call ring_file,$(if $(call 
 UNIT_SPLIT_OBJS := $(UNIT_SHARED_OBJS) $(call unit_ring_obj,split)
 UNIT_PACKED_OBJS := $(UNIT_SHARED_OBJS) $(call unit_ring_obj,x-packed)
 # Compiled per variant.
-UNIT_VNET_SRCS := tests/unit/test_vnet.c tests/unit/sim_pci.c drivers/virtio/virtio_dev.c drivers/virtio/vnet.c \
+# test_vnet: one binary from these files (vnet_fixture.h lists their tests).
+UNIT_VNET_TESTS := $(addprefix tests/unit/,test_vnet.c test_vnet_kick.c test_vnet_tx.c \
+	test_vnet_reclaim.c test_vnet_rx.c test_vnet_faults.c test_vnet_idle.c vnet_fixture.c)
+UNIT_VNET_SRCS := $(UNIT_VNET_TESTS) tests/unit/sim_pci.c drivers/virtio/virtio_dev.c drivers/virtio/vnet.c \
 	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c
 
 # The packed ring (RING=packed) through the whole driver: every TX_RECLAIM x
@@ -75,13 +78,17 @@ $(UNIT_DIR)/obj/%.o: %.c $(UNIT_DEPS)
 	@mkdir -p $(@D)
 	@$(UNIT_CC) $(UNIT_CFLAGS) -c $< -o $@
 
-$(UNIT_DIR)/test_virtq: tests/unit/test_virtq.c $(UNIT_SPLIT_OBJS) $(UNIT_DEPS)
+# The ring contract (test_ring_contract.c), one binary per ring file, each
+# with its layout's own tests (ring_contract.h).
+$(UNIT_DIR)/test_virtq: tests/unit/test_ring_contract.c tests/unit/test_virtq.c $(UNIT_SPLIT_OBJS) \
+		$(UNIT_DEPS)
 	@echo "  HOSTCC  $@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) $< $(UNIT_SPLIT_OBJS) -o $@
+	@$(UNIT_CC) $(UNIT_CFLAGS) $(filter %.c,$^) $(UNIT_SPLIT_OBJS) -o $@
 
-$(UNIT_DIR)/test_virtq_packed: tests/unit/test_virtq_packed.c $(UNIT_PACKED_OBJS) $(UNIT_DEPS)
+$(UNIT_DIR)/test_virtq_packed: tests/unit/test_ring_contract.c tests/unit/test_virtq_packed.c \
+		$(UNIT_PACKED_OBJS) $(UNIT_DEPS)
 	@echo "  HOSTCC  $@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) $< $(UNIT_PACKED_OBJS) -o $@
+	@$(UNIT_CC) $(UNIT_CFLAGS) $(filter %.c,$^) $(UNIT_PACKED_OBJS) -o $@
 
 # The transport's config reads, with MMIO accesses traced (mmio_trace.h
 # replaces kernel/arch.h for virtio_pci.c only).

@@ -21,7 +21,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "apps/apps.h"
+#include "apps/lib/lib.h"
 #include "kernel/kernel.h"
 #include "lwip/udp.h"
 #include "net/net.h"
@@ -38,12 +38,10 @@ void ctl_configure(void)
 {
 	static const char *const on_off[] = {"on", "off", NULL};
 	enabled = cmdline_choice("ctl", on_off, 0) == 0;
-	const char *t = cmdline_str("ctl.token", NULL);
-	if (!enabled) {
-		if (t)
-			kernel_usage_error("cmdline", "key 'ctl.token' applies to ctl=on only");
+	cmdline_only_if("ctl.token", enabled, "ctl=on");
+	if (!enabled)
 		return;
-	}
+	const char *t = cmdline_str("ctl.token", NULL);
 	if (!t) {
 		/* LWIP_RAND: RDRAND when the CPU has it, else TSC-seeded xorshift;
 		 * a harness that wants a real secret passes ctl.token=. */
@@ -134,6 +132,11 @@ const char *ctl_label(void)
 bool ctl_stop_requested(void)
 {
 	return stop;
+}
+
+bool ctl_stop_or_idle(uint64_t last_ns, uint64_t idle_s)
+{
+	return stop || clock_ns() - last_ns > idle_s * 1000000000ull;
 }
 
 void ctl_print_counters(void)

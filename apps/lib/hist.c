@@ -7,7 +7,7 @@
  * with shift = e - HIST_SUB_BITS; the bucket covers 2^shift values.
  */
 #include <string.h>
-#include "apps/hist.h"
+#include "apps/lib/hist.h"
 
 void hist_reset(struct hist *h)
 {

@@ -8,7 +8,7 @@
  * release(). The app keeps only what differs: its ops (apps.h).
  */
 #include <stdlib.h>
-#include "apps/apps.h"
+#include "apps/lib/lib.h"
 #include "lwip/tcp.h"
 
 static void tcpsrv_free(struct tcpsrv_conn *c)

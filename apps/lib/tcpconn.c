@@ -6,7 +6,7 @@
  * fixed-size header that TCP may deliver split across segments.
  */
 #include <string.h>
-#include "apps/apps.h"
+#include "apps/lib/lib.h"
 #include "lwip/tcp.h"
 
 void tcpconn_attach(struct tcp_pcb *pcb, void *arg, tcp_recv_fn recv, tcp_sent_fn sent,

@@ -9,7 +9,7 @@
  * retransmission timeout. A bounded wait here turns "nobody there" into a
  * clear ERROR line instead.
  */
-#include "apps/apps.h"
+#include "apps/lib/lib.h"
 #include "kernel/kernel.h"
 #include "lwip/etharp.h"
 #include "net/net.h"

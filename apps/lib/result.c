@@ -8,7 +8,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "apps/result.h"
+#include "apps/lib/result.h"
 #include "kernel/kernel.h"
 #include "net/net.h"
 
@@ -22,6 +22,18 @@ void result_snap(struct result_snap *s)
 		prof_snap(&s->prof);
 	s->lwip_drops = net_lwip_drops() + vnetif_tx_drops();
 	s->ns = clock_ns();
+}
+
+void result_measure_begin(struct result_window *w)
+{
+	result_snap(&w->a);
+	w->t_start = w->a.ns;
+}
+
+void result_measure_end(struct result_window *w, uint64_t end_ns)
+{
+	result_snap(&w->b);
+	w->t_end = end_ns > w->t_start ? end_ns : w->b.ns;
 }
 
 static struct {

@@ -30,7 +30,7 @@
 #define VNETLAB_RESULT_H
 
 #include <stdint.h>
-#include "apps/hist.h"
+#include "apps/lib/hist.h"
 #include "drivers/virtio/vnet.h"
 #include "kernel/prof.h"
 #include "net/net.h"
@@ -46,6 +46,16 @@ struct result_snap {
 };
 
 void result_snap(struct result_snap *s); /* counters and clock now */
+
+/* A measured interval: the counters at its start and at its end, and its
+ * bounds on the guest clock (the end: the one given, if after the start,
+ * else the time of the second snapshot). */
+struct result_window {
+	struct result_snap a, b;
+	uint64_t t_start, t_end;
+};
+void result_measure_begin(struct result_window *w);
+void result_measure_end(struct result_window *w, uint64_t end_ns);
 
 /* Opens the line with test, role, variant, accel and backend. */
 void result_begin(const char *test, const char *role);
