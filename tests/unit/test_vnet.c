@@ -4,7 +4,8 @@
  * failures, exact kick counts for a 70-frame burst, no kick left pending
  * when the appliance waits (the timer variant: a bounded hold), avail
  * publication, back-pressure, RX ownership, TX layouts, 16-bit wraparound
- * and every device fault.
+ * and every device fault; forwarding a received buffer is test_vnet_fwd.c,
+ * linked into the same binary.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "tests/unit/check.h"
 #include "tests/unit/host_shim.h"
 #include "tests/unit/sim_dev.h"
+#include "tests/unit/test_vnet.h"
 
 int check_failed, check_total;
 
@@ -66,7 +68,7 @@ static void dev_config(uint64_t offered, enum sim_mode mode)
 	next_cookie = 1;
 }
 
-static struct vnet *dev_open(enum sim_mode mode)
+struct vnet *dev_open(enum sim_mode mode)
 {
 	char err[256] = "";
 
@@ -78,6 +80,11 @@ static struct vnet *dev_open(enum sim_mode mode)
 	else
 		vnet_set_tx_done(vn, on_tx_done, NULL);
 	return vn;
+}
+
+unsigned test_vnet_done_total(void)
+{
+	return done_total;
 }
 
 /* One 60-byte frame in two segments (Ethernet header, rest) from the pool. */
@@ -1657,6 +1664,7 @@ int main(void)
 	RUN(test_idle_policy);
 	RUN(test_rx_coalesce);
 	RUN(test_idle_weak_fences);
+	test_vnet_fwd();
 	printf("test_vnet %s: %d checks, %d failed\n", vnet_variant(), check_total, check_failed);
 	return check_failed ? 1 : 0;
 }

@@ -23,7 +23,7 @@ unit_ring_obj = $(patsubst %.c,$(UNIT_DIR)/obj/%.o,$(call ring_file,$(if $(call 
 UNIT_SPLIT_OBJS := $(UNIT_SHARED_OBJS) $(call unit_ring_obj,split)
 UNIT_PACKED_OBJS := $(UNIT_SHARED_OBJS) $(call unit_ring_obj,x-packed)
 # Compiled per variant.
-UNIT_VNET_SRCS := tests/unit/test_vnet.c tests/unit/sim_pci.c drivers/virtio/virtio_dev.c drivers/virtio/vnet.c \
+UNIT_VNET_SRCS := tests/unit/test_vnet.c tests/unit/test_vnet_fwd.c tests/unit/sim_pci.c drivers/virtio/virtio_dev.c drivers/virtio/vnet.c \
 	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c
 
 # The packed ring (RING=packed) through the whole driver: every TX_RECLAIM x
