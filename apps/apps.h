@@ -67,6 +67,11 @@ const char *ctl_label(void); /* "udp:9999" or "off", for the listening line */
 bool ctl_stop_requested(void);
 void ctl_print_counters(void); /* CTL {...}: requests, ok, unknown, denied */
 
+/* pkt.c (+ pkt_frame.c): packet-level benchmark on the driver alone (no
+ * lwIP): txonly, rxonly, macswap, reflect */
+void pkt_configure(void);
+int pkt_main(void);
+
 /* rr.c (+ rr_client.c, rr_server.c): TCP_RR / UDP_RR, sockperf-compatible */
 void rr_configure(void);
 int rr_main(void);
