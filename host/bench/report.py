@@ -32,6 +32,7 @@ import json
 import os
 
 import idle
+import ndr
 import stats
 from matrix import TESTS
 
@@ -472,4 +473,5 @@ def write_all(outdir, rows, columns, baseline, meta, plots=()):
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write(markdown(records, cols, baseline, meta, plots))
         f.write("\n".join(idle.table(rows, columns)) + "\n")
+        f.write("\n".join(ndr.rfc2544_table(rows, columns)) + "\n")
     return records, cols

@@ -19,12 +19,15 @@ could not do what it was asked).
                            SKIP left out (an injected drop); prints sent and
                            the tap's tx_dropped over the run (frames the
                            backend never took)
-  swap IFACE DMAC N RATE MODE [WAIT]   send as `send` and count what comes
-                           back: MODE macswap on the raw socket (the returned
-                           frame's destination is our MAC), MODE reflect on
-                           a UDP socket bound to the source address and port
-                           the frames carry (the host stack receives it);
-                           waits WAIT seconds (2) after the last frame sent
+  swap IFACE DMAC N RATE MODE [WAIT] [SIZE]   send as `send` and count
+                           what comes back: MODE macswap on the raw socket
+                           (the returned frame's destination is our MAC),
+                           MODE reflect on a UDP socket bound to the source
+                           address and port the frames carry (the host stack
+                           receives it); waits WAIT seconds (2) after the
+                           last frame sent; SIZE bytes a frame (64, FCS
+                           excluded) or imix (the appliance's 7:4:1 cycle);
+                           host/bench/ndr.py runs one trial with it
 """
 
 import json
@@ -42,6 +45,7 @@ SOL_PACKET = 263  # linux/socket.h (Python exposes no name for it)
 HOST_IP, GUEST_IP = "10.77.0.1", "10.77.0.2"
 SPORT, DPORT = 40000, 9
 MAGIC = b"VNPK"
+IMIX = (64, 570, 64, 64, 570, 64, 1518, 64, 570, 64, 570, 64)  # apps/pkt_frame.c pkt_imix
 
 
 def out(**kw):
@@ -157,8 +161,9 @@ def pace(i, t0, rate):
             time.sleep(delay)
 
 
-def send_frames(s, iface, dmac, n, rate, skip, on_idle=None):
+def send_frames(s, iface, dmac, n, rate, skip, on_idle=None, size="64"):
     smac = if_mac(iface)
+    sizes = IMIX if size == "imix" else (int(size),)
     dropped0 = if_stat(iface, "tx_dropped")
     sent, seq, t0 = 0, 0, time.monotonic()
     while sent < n:
@@ -167,7 +172,7 @@ def send_frames(s, iface, dmac, n, rate, skip, on_idle=None):
             continue
         pace(sent, t0, rate)
         try:
-            s.send(frame(dmac, smac, seq))
+            s.send(frame(dmac, smac, seq, sizes[seq % len(sizes)]))
         except BlockingIOError:
             time.sleep(0.0005)
             continue
@@ -187,7 +192,7 @@ def cmd_send(iface, dmac, n, rate, skip=-1):
     return 0
 
 
-def cmd_swap(iface, dmac, n, rate, mode, wait=2):
+def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64"):
     tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     tx.bind((iface, 0))
     tx.settimeout(5)
@@ -225,7 +230,7 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2):
             if seq is not None:
                 count.add(seq, len(data))
 
-    res = send_frames(tx, iface, mac_bytes(dmac), int(n), float(rate), -1, poll_rx)
+    res = send_frames(tx, iface, mac_bytes(dmac), int(n), float(rate), -1, poll_rx, size)
     rx.setblocking(True)
     drain(rx, count, accept, float(wait), time.monotonic() + 30)
     if count.frames == 0:
