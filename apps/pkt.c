@@ -17,7 +17,7 @@
  * large-receive frame; fwd_unsent: still held when the run ended).
  *
  * Keys: pkt.mode=txonly|rxonly|macswap|reflect (txonly),
- *       pkt.size=64..1518|imix (64; bytes given to the device, FCS excluded),
+ *       pkt.size=64..1518|imix (64; RFC 2544 frame sizes, FCS included: pkt.h),
  *       pkt.rate=PPS (0: full speed), pkt.flows=N source ports from 1024 (1),
  *       pkt.seconds=S longest run (10), pkt.burst=1..256 (32),
  *       pkt.count=N txonly: frames to send, then end (0: for pkt.seconds),
@@ -187,10 +187,10 @@ static void pkt_tx_pass(uint64_t now)
 		uint16_t s = pk.free[--pk.nfree];
 		uint8_t *f = pkt_slot(s);
 		uint32_t size = pk.size ? pk.size : pkt_imix[pk.frames % PKT_IMIX_N];
-		struct vnet_seg seg = {f, size};
+		struct vnet_seg seg = {f, size - PKT_FCS};
 		int rc;
 
-		pkt_frame_build(f, size, &pk.addrs,
+		pkt_frame_build(f, size - PKT_FCS, &pk.addrs,
 		                (uint16_t)(PKT_SPORT_BASE + pk.frames % pk.flows), pk.frames);
 		prof_enter(PROF_ENQUEUE);
 		rc = vnet_tx(pk.vn, &seg, 1, NULL, (void *)(uintptr_t)s);
@@ -221,7 +221,7 @@ static bool pkt_rx_one(struct vnet_rx *r, uint64_t now)
 	pkt_seq_count(&pk.seq, f, r->buf[0].len);
 	if (pk.mode == PKT_RXONLY) {
 		pk.frames++;
-		pk.bytes += r->len;
+		pk.bytes += r->len + PKT_FCS;
 		vnet_rx_release_frame(pk.vn, r);
 		return false;
 	}
@@ -258,7 +258,7 @@ static void pkt_forward_held(void)
 			vnet_rx_release_frame(pk.vn, &pk.pend[sent]);
 		} else {
 			pk.frames++;
-			pk.bytes += pk.pend[sent].len;
+			pk.bytes += pk.pend[sent].len + PKT_FCS;
 		}
 		sent++;
 	}

@@ -10,10 +10,13 @@
  *	offset 42  "VNPK"               magic
  *	offset 46  u64 sequence number  big endian, 0 for the first frame
  *
- * then zeros up to the frame size (pkt.size: bytes handed to the device,
- * FCS excluded, 64..1518; imix cycles through PKT_IMIX). The receive modes
- * count a sequence gap for every number skipped and a reorder for every
- * number below the one expected.
+ * then zeros to the end. Frame sizes are RFC 2544's, the 4-byte FCS
+ * included (pkt.size 64..1518; imix cycles through pkt_imix): the device
+ * gets size - 4 bytes and adds the FCS on a real wire, so pkt.size=1518 is
+ * a full 1500-byte IP packet and 64 the 60-byte minimum. Frame counts and
+ * the app's bytes and Mbit/s use these sizes; the driver's tx_bytes and
+ * rx_bytes have no FCS. The receive modes count a sequence gap for every
+ * number skipped and a reorder for every number below the one expected.
  */
 #ifndef VNETLAB_PKT_H
 #define VNETLAB_PKT_H
@@ -23,6 +26,7 @@
 
 #define PKT_HDR_LEN    42 /* Ethernet 14 + IPv4 20 + UDP 8 */
 #define PKT_SEQ_OFF    46
+#define PKT_FCS        4 /* counted in a frame's size, never handed to the device */
 #define PKT_MIN        64
 #define PKT_MAX        1518
 #define PKT_IMIX_N     12 /* 7 x 64, 4 x 570, 1 x 1518 (the simple IMIX, 7:4:1) */
@@ -47,9 +51,10 @@ struct pkt_seq {
 
 /* pkt_frame.c */
 extern const uint16_t pkt_imix[PKT_IMIX_N];
-/* Write the headers of a size-byte frame of flow sport carrying seq into f
- * (the rest of f is left as it is: zeros from the caller). */
-void pkt_frame_build(uint8_t *f, uint32_t size, const struct pkt_addrs *a, uint16_t sport,
+/* Write the headers of a frame of len bytes (its size less the FCS) of flow
+ * sport carrying seq into f (the rest of f is left as it is: zeros from the
+ * caller). */
+void pkt_frame_build(uint8_t *f, uint32_t len, const struct pkt_addrs *a, uint16_t sport,
                      uint64_t seq);
 /* Count f's sequence number into s if it carries one; false if not. */
 bool pkt_seq_count(struct pkt_seq *s, const uint8_t *f, uint32_t len);

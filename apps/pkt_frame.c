@@ -31,7 +31,7 @@ static uint16_t pkt_ip_csum(const uint8_t *ip)
 	return (uint16_t)~sum;
 }
 
-void pkt_frame_build(uint8_t *f, uint32_t size, const struct pkt_addrs *a, uint16_t sport,
+void pkt_frame_build(uint8_t *f, uint32_t len, const struct pkt_addrs *a, uint16_t sport,
                      uint64_t seq)
 {
 	uint8_t *ip = f + 14, *udp = f + 34;
@@ -41,7 +41,7 @@ void pkt_frame_build(uint8_t *f, uint32_t size, const struct pkt_addrs *a, uint1
 	put16(f + 12, 0x0800);
 	ip[0] = 0x45;
 	ip[1] = 0;
-	put16(ip + 2, (uint16_t)(size - 14));
+	put16(ip + 2, (uint16_t)(len - 14));
 	put16(ip + 4, 0);      /* identification: DF set, never fragmented */
 	put16(ip + 6, 0x4000); /* DF */
 	ip[8] = 64;
@@ -52,7 +52,7 @@ void pkt_frame_build(uint8_t *f, uint32_t size, const struct pkt_addrs *a, uint1
 	put16(ip + 10, pkt_ip_csum(ip));
 	put16(udp, sport);
 	put16(udp + 2, a->dport);
-	put16(udp + 4, (uint16_t)(size - 34));
+	put16(udp + 4, (uint16_t)(len - 34));
 	put16(udp + 6, 0); /* no UDP checksum (RFC 768), as testpmd's txonly */
 	memcpy(f + PKT_HDR_LEN, "VNPK", 4);
 	for (int i = 0; i < 8; i++)

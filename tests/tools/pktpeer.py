@@ -25,8 +25,8 @@ could not do what it was asked).
                            MODE reflect on a UDP socket bound to the source
                            address and port the frames carry (the host stack
                            receives it); waits WAIT seconds (2) after the
-                           last frame sent; SIZE bytes a frame (64, FCS
-                           excluded) or imix (the appliance's 7:4:1 cycle);
+                           last frame sent; SIZE the frame size (64, RFC
+                           2544's: FCS included) or imix (the 7:4:1 cycle);
                            host/bench/ndr.py runs one trial with it
 """
 
@@ -45,6 +45,7 @@ SOL_PACKET = 263  # linux/socket.h (Python exposes no name for it)
 HOST_IP, GUEST_IP = "10.77.0.1", "10.77.0.2"
 SPORT, DPORT = 40000, 9
 MAGIC = b"VNPK"
+FCS = 4  # frame sizes are RFC 2544's (apps/pkt.h): counted, never sent
 IMIX = (64, 570, 64, 64, 570, 64, 1518, 64, 570, 64, 570, 64)  # apps/pkt_frame.c pkt_imix
 
 
@@ -74,7 +75,9 @@ def ip_csum(h):
 
 
 def frame(dmac, smac, seq, size=64):
-    """The appliance's generator frame (apps/pkt_frame.c pkt_frame_build)."""
+    """The appliance's generator frame (apps/pkt_frame.c pkt_frame_build) of
+    RFC 2544 size `size`: size - 4 bytes, the FCS is the wire's."""
+    size -= FCS
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, size - 14, 0, 0x4000, 64, 17, 0,
                      socket.inet_aton(HOST_IP), socket.inet_aton(GUEST_IP))
     ip = ip[:10] + struct.pack("!H", ip_csum(ip)) + ip[12:]
@@ -122,9 +125,10 @@ def sock_drops(s):
     return drops
 
 
-def drain(s, count, accept, idle, deadline):
+def drain(s, count, accept, idle, deadline, hdr=0):
     """Read frames into count until idle seconds pass with none accepted
-    (after the first) or the deadline; returns when it stopped."""
+    (after the first) or the deadline; returns when it stopped. hdr: the
+    header bytes the socket does not return (a UDP socket's 42)."""
     last = None
     while True:
         now = time.monotonic()
@@ -136,7 +140,7 @@ def drain(s, count, accept, idle, deadline):
         data, addr = s.recvfrom(65536)
         seq = accept(data, addr)
         if seq is not None:
-            count.add(seq, len(data))
+            count.add(seq, hdr + len(data) + FCS)
             last = time.monotonic()
 
 
@@ -198,6 +202,7 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64"):
     tx.settimeout(5)
     count = SeqCount()
     mine = if_mac(iface)
+    hdr = 0
     if mode == "macswap":
         rx = raw_socket(iface)
         sock_drops(rx)
@@ -210,6 +215,7 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64"):
         rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
         rx.bind((HOST_IP, SPORT))
+        hdr = 42  # Ethernet, IPv4, UDP: the socket returns the payload
 
         def accept(data, addr):
             if addr != (GUEST_IP, DPORT) or data[:4] != MAGIC:
@@ -228,11 +234,11 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64"):
                 return
             seq = accept(data, addr)
             if seq is not None:
-                count.add(seq, len(data))
+                count.add(seq, hdr + len(data) + FCS)
 
     res = send_frames(tx, iface, mac_bytes(dmac), int(n), float(rate), -1, poll_rx, size)
     rx.setblocking(True)
-    drain(rx, count, accept, float(wait), time.monotonic() + 30)
+    drain(rx, count, accept, float(wait), time.monotonic() + 30, hdr)
     if count.frames == 0:
         poll_rx()
     rep = count.report()
