@@ -79,7 +79,7 @@ KEYS = {
     "ndr.sizes": ("64", "ndr: frame sizes in bytes given to the device (FCS excluded), 64..1518 or imix (table rows)"),
     "ndr.trial": ("2", "ndr: seconds per trial of the search"),
     "ndr.mode": ("macswap", "ndr: the appliance's app=pkt mode, macswap (the PVP loop) or reflect"),
-    "ndr.max_rate": ("20000", "ndr: the first (highest) offered rate, frames/s"),
+    "ndr.max_rate": ("200000", "ndr: the first (highest) offered rate, frames/s"),
     "ndr.pdr": ("0.5", "ndr: PDR's loss bound in percent (NDR: 0)"),
     "ndr.precision": ("5", "ndr: the search ends when [pass, fail) is at most this percent of the failing rate"),
     "accel": ("auto", "accelerators, an axis like machine: auto|kvm|tcg, passed to host/qemu-run.sh --accel (kvm also takes this machine kind's kvm_pvm in native mode; the stock Linux guest runs KVM only on hardware virtualisation and TCG otherwise, named in its rows); with more than one, every column splits into COLUMN@ACCEL"),
