@@ -27,6 +27,7 @@
  *       pkt.port= UDP destination port (9), backend=LABEL.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "apps/apps.h"
 #include "apps/pkt.h"
@@ -104,21 +105,17 @@ static void pkt_parse_mac(const char *key, const char *def, uint8_t out[6])
 static uint32_t pkt_parse_size(void)
 {
 	const char *s = pk.size_str = cmdline_str("pkt.size", "64");
-	uint32_t v = 0;
-	unsigned digits = 0;
+	char *end;
+	unsigned long v;
 
 	if (!strcmp(s, "imix"))
 		return 0;
-	for (const char *p = s; *p; p++, digits++)
-		if (*p < '0' || *p > '9' || digits > 4)
-			digits = 99;
-		else
-			v = v * 10 + (uint32_t)(*p - '0');
-	if (!digits || digits > 4 || v < PKT_MIN || v > PKT_MAX)
+	v = strtoul(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end || v < PKT_MIN || v > PKT_MAX)
 		kernel_usage_error("cmdline",
 		                   "bad value '%s' for key 'pkt.size' (expected %u..%u or imix)", s,
 		                   PKT_MIN, PKT_MAX);
-	return v;
+	return (uint32_t)v;
 }
 
 void pkt_configure(void)
