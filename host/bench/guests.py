@@ -137,8 +137,8 @@ class Vnetlab:
         """None, or why this test cannot run on this backend."""
         if test == "ping" and backend.name == "user":
             return "slirp does not forward ICMP to the guest: ping needs tap, vhost or vhost-user"
-        if test == "ndr" and backend.name not in ("tap", "vhost"):
-            return "ndr: the host peer is a raw socket on the namespace's kernel tap (tap, vhost)"
+        if TESTS[test]["kind"] in ("pkt", "ndr") and backend.name not in ("tap", "vhost"):
+            return f"{test}: the host peer is a raw socket on the namespace's kernel tap (tap, vhost)"
         return None
 
     def keys(self, run, backend):
@@ -150,6 +150,11 @@ class Vnetlab:
             # app=pkt has no IP stack (no ip=): it runs for the whole search
             # and ends 3 s after the last trial's frames.
             k.update({"app": "pkt", "pkt.mode": p["mode"], "pkt.seconds": self.m.run_timeout, "pkt.idle": 3})
+            return k
+        if test == "pkt_txonly":
+            # Full speed into the host's sink for the run's seconds.
+            k.update({"app": "pkt", "pkt.mode": "txonly", "pkt.size": p["size"], "pkt.burst": p["burst"],
+                      "pkt.seconds": p["seconds"]})
             return k
         k.update(backend.guest_keys())
         if test in ("tcp_rr", "udp_rr"):
@@ -387,8 +392,8 @@ class Linux:
             return "the linux guest only serves (stock iperf -s): use stream.role=server"
         if test == "ping" and backend.name == "user":
             return "slirp does not forward ICMP to the guest: ping needs tap, vhost or vhost-user"
-        if kind == "ndr":
-            return "ndr: no packet-level path in the linux guest yet (issue 25's XDP/pktgen column)"
+        if kind in ("pkt", "ndr"):
+            return f"{test}: no packet-level path in the linux guest yet (issue 25's XDP/pktgen column)"
         return None
 
     def keys(self, run, backend):
@@ -510,8 +515,8 @@ class Loopback:
         kind = TESTS[test]["kind"]
         if backend.name == "user":
             return "loopback runs in the network namespace of a tap-like backend; slirp has none"
-        if kind == "ndr":
-            return "ndr: the loopback column has no packet-level path (the backend reference rate is not built)"
+        if kind in ("pkt", "ndr"):
+            return f"{test}: the loopback column has no packet-level path (the backend reference rate is not built)"
         if kind == "rr" and self.m.rr_role != "server":
             return "loopback only serves (stock sockperf server): use rr.role=server"
         if kind == "stream" and self.m.stream_role != "server":

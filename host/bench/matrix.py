@@ -30,6 +30,8 @@ TESTS = {
     "ping": dict(kind="ping", row="size", metric="lat_p50_ns", up=False),
     # host memcaslap against a memcached server (mcload.py); rows = its -c
     "memcached": dict(kind="memcached", row="instances", metric="tps", up=True),
+    # app=pkt txonly at full speed into a tests/tools/pktpeer.py recv sink; rows = frame size
+    "pkt_txonly": dict(kind="pkt", row="size", metric="pps", up=True),
     # app=pkt against tests/tools/pktpeer.py: the NDR/PDR search (ndr.py); rows = frame size
     "ndr": dict(kind="ndr", row="size", metric="ndr_pps", up=True),
 }
@@ -76,6 +78,8 @@ KEYS = {
     "ping.sizes": ("56", "ICMP payload sizes (table rows)"),
     "memcached.concurrency": ("128", "memcached: memcaslap -c (connections; table rows)"),
     "memcached.threads": ("2", "memcached: memcaslap -T (client threads); a list gives one table per value"),
+    "pkt.sizes": ("64", "pkt_txonly: frame sizes (RFC 2544's, FCS included), 64..1518 or imix (table rows)"),
+    "pkt.burst": ("32", "pkt_txonly: frames the appliance sends per pass at most (pkt.burst)"),
     "ndr.sizes": ("64", "ndr: frame sizes in bytes given to the device (FCS excluded), 64..1518 or imix (table rows)"),
     "ndr.trial": ("2", "ndr: seconds per trial of the search"),
     "ndr.mode": ("macswap", "ndr: the appliance's app=pkt mode, macswap (the PVP loop) or reflect"),
@@ -320,11 +324,13 @@ class Matrix:
         self.stream_instances = self._ints("stream.instances", 1, 32)
         self.stream_cc = host_cc(str(s["stream.cc"]).strip())
         self.ping_sizes = [parse_size(x) for x in split_list(s["ping.sizes"])]
-        self.ndr_sizes = []
-        for z in split_list(s["ndr.sizes"]):
-            if z != "imix" and not (z.isdigit() and 64 <= int(z) <= 1518):
-                raise BenchError(f"bad ndr.sizes entry '{z}' (64..1518 or imix: app=pkt's pkt.size)")
-            self.ndr_sizes.append(z)  # strings: "imix" sorts with them
+        self.pkt_sizes, self.ndr_sizes = [], []
+        for key, out in (("pkt.sizes", self.pkt_sizes), ("ndr.sizes", self.ndr_sizes)):
+            for z in split_list(s[key]):
+                if z != "imix" and not (z.isdigit() and 64 <= int(z) <= 1518):
+                    raise BenchError(f"bad {key} entry '{z}' (64..1518 or imix: app=pkt's pkt.size)")
+                out.append(z)  # strings: "imix" sorts with them
+        self.pkt_burst = self._int("pkt.burst", 1, 256)
         self.ndr_trial = self._int("ndr.trial", 1, 600)
         self.ndr_mode = str(s["ndr.mode"]).strip()
         if self.ndr_mode not in ("macswap", "reflect"):
@@ -469,6 +475,8 @@ class Matrix:
         if kind == "memcached":
             return [dict(instances=c, threads=t, seconds=self.seconds)
                     for t in self.mc_threads for c in self.mc_concurrency]
+        if kind == "pkt":
+            return [dict(size=z, burst=self.pkt_burst, seconds=self.seconds) for z in self.pkt_sizes]
         if kind == "ndr":
             return [dict(size=z, trial=self.ndr_trial, mode=self.ndr_mode, max_rate=self.ndr_max_rate,
                          pdr=self.ndr_pdr, precision=self.ndr_precision, seconds=self.ndr_trial)

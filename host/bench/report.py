@@ -60,6 +60,8 @@ METRIC_LABEL = {
     "tps": "transactions/s",
     "mbps": "Mbit/s",
     "lat_p50_ns": "round-trip p50 (us)",
+    "pps": "frames/s",
+    "ndr_pps": "NDR frames/s",
 }
 
 
@@ -315,7 +317,8 @@ def markdown(records, cols, baseline, meta, plots=()):
         accels = ",".join(sorted({a for r in recs for a in r["accel"].split(",")}))
         L.append(f"## {group_title((test, gk[1], tuple(x for x in gk[2] if x[0] != 'seconds')))} (accel {accels})")
         L.append("")
-        row_name = {"instances": "Instances", "msg": "Message size", "size": "Payload bytes"}[row_dim]
+        row_name = "Frame size" if info["kind"] in ("pkt", "ndr") else {
+            "instances": "Instances", "msg": "Message size", "size": "Payload bytes"}[row_dim]
 
         def main_cell(rv, c):
             r = idx.get((rv, c))
@@ -424,7 +427,7 @@ def markdown(records, cols, baseline, meta, plots=()):
                 return f"{fmt_num(r['kicks_per_txn'])} / {fmt_num(r.get('reclaims_per_txn'))}"
 
             unit = {"rr": "transaction", "stream": "message (one write of msg bytes)", "ping": "ping (whole boot)",
-                    "memcached": "memcached command"}[info["kind"]]
+                    "memcached": "memcached command", "pkt": "frame", "ndr": "frame"}[info["kind"]]
             L += _table(f"driver: kicks / TX reclaim calls per {unit} (medians)", row_name, row_values, gcols, drv_cell)
 
         kvm_unit = "txn" if info["kind"] == "rr" else "mb"

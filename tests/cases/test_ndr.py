@@ -86,3 +86,51 @@ def test_ndr_report_table_and_matrix(t):
     sizes = [r.params["size"] for r in m.runs()]
     if sizes != ["64", "128", "256", "512", "1024", "1518", "imix"] or m.tests != ["ndr"]:
         raise Fail(f"matrices/ndr.txt: expected one ndr run per frame size, got {m.tests} {sizes}")
+
+
+def test_ndr_pkt2011_matrix_expands(t):
+    import matrix
+
+    settings, defs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "pkt2011.txt"))
+    m = matrix.Matrix(settings, defs, lambda v: None, ("vnetlab",))
+    runs = m.runs()
+    cols = sorted({r.column for r in runs})
+    want = sorted(f"{r}-{k}" for r in ("base", "v0", "v1", "v2", "v3") for k in ("every", "burst"))
+    if cols != want or sorted({r.test for r in runs}) != ["ndr", "pkt_txonly"] or len(runs) != 60:
+        raise Fail(f"matrices/pkt2011.txt: expected 10 columns x (pkt_txonly, ndr) x 3, got {len(runs)} runs, "
+                   f"{cols}")
+
+
+def test_ndr_harness_runs_on_tap(t):
+    """tests = pkt_txonly ndr through vnetbench on a tap: the rows are ok,
+    the counts close at both ends, report.md has the RFC 2544 table."""
+    import json
+    import subprocess
+    import tempfile
+
+    from lib import Skip
+
+    if os.geteuid() != 0:
+        raise Skip("needs root for the harness's network namespace with a tap")
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "res")
+        r = subprocess.run([sys.executable, os.path.join(TOP, "host", "bench", "vnetbench.py"), "--matrix",
+                            os.path.join(TOP, "host", "bench", "matrices", "ndr.txt"), "--tests", "pkt_txonly,ndr",
+                            "--ndr-sizes", "64", "--pkt-sizes", "64", "--ndr-trial", "1", "--ndr-max-rate", "4000",
+                            "--seconds", "2", "--out", out], cwd=TOP, capture_output=True, text=True, timeout=600)
+        if r.returncode:
+            raise Fail(f"vnetbench exited {r.returncode}:\n{(r.stdout + r.stderr)[-2000:]}")
+        rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+        report = open(os.path.join(out, "report.md")).read()
+    by = {row["test"]: row for row in rows}
+    if sorted(by) != ["ndr", "pkt_txonly"] or any(row["status"] != "ok" for row in rows):
+        raise Fail(f"expected an ok pkt_txonly and an ok ndr row: {[(x['test'], x['status'], x.get('error')) for x in rows]}")
+    tx = by["pkt_txonly"]
+    if tx["frames"] != tx["peer_frames"] + tx["peer_sock_drops"] or not tx["pps"] > 0:
+        raise Fail(f"pkt_txonly: guest sent {tx['frames']}, the peer counted {tx['peer_frames']} + "
+                   f"{tx['peer_sock_drops']} dropped")
+    n = by["ndr"]
+    if not n["ndr_check"]["closes"] or not n["ndr_steps"] or not 0 < n["ndr_pps"] <= 4000:
+        raise Fail(f"ndr row: counts must close and NDR be in (0, 4000]: {n['ndr_check']} ndr {n['ndr_pps']}")
+    if "RFC 2544 throughput (tap; mode macswap" not in report or "| 64 | NDR " not in report:
+        raise Fail("report.md has no RFC 2544 table")
