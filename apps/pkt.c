@@ -63,8 +63,11 @@ static struct {
 	unsigned npend;
 
 	uint64_t frames, bytes; /* sent (txonly), received (rxonly), forwarded */
-	uint64_t rx_other, fwd_unsent, tx_full;
+	uint64_t rx_other, fwd_unsent, tx_full, markers;
 	struct pkt_seq seq;
+	struct { /* the counts at the last trial marker (PKT_TRIAL lines are deltas) */
+		uint64_t seq_frames, seq_gaps, seq_reorder, frames, rx_other;
+	} mark;
 	uint64_t t_start, t_first, t_last; /* clock_ns(); t_first 0: no frame yet */
 } pk;
 
@@ -206,12 +209,37 @@ static void pkt_tx_pass(uint64_t now)
 	prof_exit();
 }
 
+/* A trial marker: what this trial's frames did in the guest, for the
+ * search to compare with what the peer saw (loss counted at both ends).
+ * Frames held for a full ring are not forwarded yet: pend says how many. */
+static void pkt_trial_line(uint64_t trial)
+{
+	printf("PKT_TRIAL {\"trial\":%lu,\"seq_frames\":%lu,\"seq_gaps\":%lu,\"seq_reorder\":%lu,"
+	       "\"frames\":%lu,\"rx_other\":%lu,\"pend\":%u}\n",
+	       trial, pk.seq.frames - pk.mark.seq_frames, pk.seq.gaps - pk.mark.seq_gaps,
+	       pk.seq.reorder - pk.mark.seq_reorder, pk.frames - pk.mark.frames,
+	       pk.rx_other - pk.mark.rx_other, pk.npend);
+	pk.mark.seq_frames = pk.seq.frames;
+	pk.mark.seq_gaps = pk.seq.gaps;
+	pk.mark.seq_reorder = pk.seq.reorder;
+	pk.mark.frames = pk.frames;
+	pk.mark.rx_other = pk.rx_other;
+	pk.seq.next = 0; /* the next trial numbers from 0 again */
+	pk.markers++;
+}
+
 /* A received frame: counted, edited for its mode, or released. True when
  * it is to be forwarded. */
 static bool pkt_rx_one(struct vnet_rx *r, uint64_t now)
 {
 	uint8_t *f = r->buf[0].data;
+	uint64_t trial;
 
+	if (pkt_is_marker(f, r->buf[0].len, &trial)) {
+		pkt_trial_line(trial);
+		vnet_rx_release_frame(pk.vn, r);
+		return false;
+	}
 	if (!pk.t_first)
 		pk.t_first = now;
 	pk.t_last = now;
@@ -358,6 +386,7 @@ static void pkt_result(const struct result_snap *a, const struct result_snap *b)
 	result_u64("seq_reorder", pk.seq.reorder);
 	result_u64("rx_other", pk.rx_other);
 	result_u64("fwd_unsent", pk.fwd_unsent);
+	result_u64("markers", pk.markers);
 	result_u64("tx_full", pk.tx_full);
 	result_u64("drv_rx_drops", b->rx.drops - a->rx.drops);
 	if (VNETLAB_PROFILE) {

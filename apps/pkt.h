@@ -17,6 +17,11 @@
  * the app's bytes and Mbit/s use these sizes; the driver's tx_bytes and
  * rx_bytes have no FCS. The receive modes count a sequence gap for every
  * number skipped and a reorder for every number below the one expected.
+ *
+ * A trial marker (the NDR search's, host/bench/ndr.py) is the same frame
+ * with "VNPT" and the trial's number: the receive modes then print one
+ * PKT_TRIAL line with what they counted since the previous marker, expect
+ * sequence number 0 next, and neither forward nor count it as a frame.
  */
 #ifndef VNETLAB_PKT_H
 #define VNETLAB_PKT_H
@@ -58,6 +63,8 @@ void pkt_frame_build(uint8_t *f, uint32_t len, const struct pkt_addrs *a, uint16
                      uint64_t seq);
 /* Count f's sequence number into s if it carries one; false if not. */
 bool pkt_seq_count(struct pkt_seq *s, const uint8_t *f, uint32_t len);
+/* Is f a trial marker? Its trial number in *trial. */
+bool pkt_is_marker(const uint8_t *f, uint32_t len, uint64_t *trial);
 void pkt_macswap(uint8_t *f);
 /* reflect: swap Ethernet, IPv4 and UDP source and destination so the
  * sender's own socket receives it; false (frame untouched) unless it is

@@ -59,15 +59,32 @@ void pkt_frame_build(uint8_t *f, uint32_t len, const struct pkt_addrs *a, uint16
 		f[PKT_SEQ_OFF + i] = (uint8_t)(seq >> (56 - 8 * i));
 }
 
-bool pkt_seq_count(struct pkt_seq *s, const uint8_t *f, uint32_t len)
+/* The number after magic (a sequence number or a trial's), if f is a
+ * UDP/IPv4 frame that carries magic. */
+static bool pkt_number(const uint8_t *f, uint32_t len, const char *magic, uint64_t *out)
 {
-	uint64_t seq = 0;
+	uint64_t v = 0;
 
 	if (len < PKT_SEQ_OFF + 8 || get16(f + 12) != 0x0800 || f[14] != 0x45 || f[23] != 17 ||
-	    memcmp(f + PKT_HDR_LEN, "VNPK", 4))
+	    memcmp(f + PKT_HDR_LEN, magic, 4))
 		return false;
 	for (int i = 0; i < 8; i++)
-		seq = seq << 8 | f[PKT_SEQ_OFF + i];
+		v = v << 8 | f[PKT_SEQ_OFF + i];
+	*out = v;
+	return true;
+}
+
+bool pkt_is_marker(const uint8_t *f, uint32_t len, uint64_t *trial)
+{
+	return pkt_number(f, len, "VNPT", trial);
+}
+
+bool pkt_seq_count(struct pkt_seq *s, const uint8_t *f, uint32_t len)
+{
+	uint64_t seq;
+
+	if (!pkt_number(f, len, "VNPK", &seq))
+		return false;
 	s->frames++;
 	if (seq >= s->next) {
 		s->gaps += seq - s->next;

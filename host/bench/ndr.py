@@ -19,10 +19,13 @@ pass), in the JSONL.
 A trial against the appliance (execute_run): the guest runs `app=pkt`
 in the matrix's `ndr.mode` (macswap: the PVP loop; reflect) for the whole
 search; tests/tools/pktpeer.py `swap` in the backend's namespace offers
-rate x trial frames of the row's size and counts what comes back. Loss is
-counted at both ends: the peer's own (sent - back) is the trial's loss;
-the guest's RESULT at the end gives what it received, forwarded and
-counted, which must add up to the peer's totals (`ndr_check`).
+rate x trial frames of the row's size and counts what comes back, then a
+trial marker. Loss is counted at both ends: the peer's own (sent - back)
+is the trial's loss; the guest's PKT_TRIAL line for the marker says what
+it received and forwarded of that trial, so each step also says where the
+frames were lost (`tap_tx_dropped` into the guest, the peer socket's drops
+out of it) and whether that closes (`closes`); the guest's RESULT at the
+end must add up with the peer's totals (`ndr_check`).
 
 The host generator is a Python raw socket: it offers some tens of
 thousands of frames per second at most, so the search finds the smaller
@@ -145,11 +148,21 @@ def frame_bits(size):
     return (sum([64] * 7 + [570] * 4 + [1518]) / 12.0 if size == "imix" else float(size)) * 8
 
 
-def peer_trial(backend, mac, size, mode, rate, trial_s, log):
-    """One trial: pktpeer.py swap in the backend's namespace."""
+def guest_trial(boot, number, timeout=5.0):
+    """The guest's PKT_TRIAL line for trial `number` (apps/pkt.c), or None
+    when it never came (the marker lost on the way)."""
+    pat = re.compile(r'^PKT_TRIAL (\{"trial":%d,.*\})$' % number)
+    item = boot.proc.wait_line(lambda l: bool(pat.match(l)), timeout)
+    return json.loads(pat.match(item[2]).group(1)) if item else None
+
+
+def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log):
+    """One trial: pktpeer.py swap in the backend's namespace, its trial
+    marker, and the guest's own count of the trial."""
     n = max(1, int(rate * trial_s))
+    number = len(log)
     argv = backend.wrap([sys.executable, PKTPEER, "swap", backend.tap, mac, str(n), str(rate), mode, "1",
-                         str(size)])
+                         str(size), str(number)])
     r = procs.run(argv, timeout=trial_s * 4 + 60, check=False)
     lines = (r.stdout or "").strip().splitlines()
     if r.returncode or not lines:
@@ -161,10 +174,22 @@ def peer_trial(backend, mac, size, mode, rate, trial_s, log):
     # well below what a rate asks at some point, and then a passing trial
     # says nothing about the rate asked.
     offered = res["sent"] / res["send_s"] if res["send_s"] > 0 else 0.0
-    return {"sent": res["sent"], "received": back["frames"], "tap_tx_dropped": res["tap_tx_dropped"],
-            "peer_sock_drops": back.get("sock_drops", back.get("udp_rcvbuf_errors", 0)),
-            "send_s": res["send_s"], "offered_pps": round(offered, 1),
-            "generator_limited": offered < GENERATOR_SLACK * rate}
+    t = {"sent": res["sent"], "received": back["frames"], "tap_tx_dropped": res["tap_tx_dropped"],
+         "peer_sock_drops": back.get("sock_drops", back.get("udp_rcvbuf_errors", 0)),
+         "send_s": res["send_s"], "offered_pps": round(offered, 1),
+         "generator_limited": offered < GENERATOR_SLACK * rate}
+    # Loss at both ends, this trial alone: into the guest (sent = what it
+    # received + the tap's drops) and out of it (what it forwarded = what
+    # came back + the peer socket's drops).
+    g = guest_trial(boot, number)
+    if g:
+        t.update(guest_received=g["seq_frames"], guest_forwarded=g["frames"], guest_seq_gaps=g["seq_gaps"],
+                 guest_other=g["rx_other"], guest_pend=g["pend"])
+        t["closes"] = (t["sent"] == g["seq_frames"] + t["tap_tx_dropped"] and
+                       g["frames"] + g["pend"] == t["received"] + t["peer_sock_drops"])
+    else:
+        t.update(guest_received=None, closes=None)  # the marker never reached the guest
+    return t
 
 
 def execute_run(run, m, guest, logdir, row):
@@ -195,7 +220,8 @@ def execute_run(run, m, guest, logdir, row):
             raise BenchError(f"guest not ready for the search; console tail:\n{boot.proc.tail()}")
         mac = next((mm.group(1) for l in boot.proc.text("out")
                     for mm in [re.match(r"^virtio-net: mac=(\S+) ", l)] if mm), None)
-        found = search(lambda rate: peer_trial(backend, mac, p["size"], p["mode"], rate, p["trial"], peer_log),
+        found = search(lambda rate: peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"],
+                                               peer_log),
                        p["max_rate"], p["pdr"], p["precision"])
         kind, obj, _ = boot.wait_result(p["trial"] + 30)
         st = boot.proc.wait(15)
@@ -226,6 +252,8 @@ def execute_run(run, m, guest, logdir, row):
                  "peer_back": back, "peer_sock_drops": sock_drops}
         check["closes"] = (sent == (obj.get("seq_frames") or 0) + tap_drops and
                            obj.get("frames") == back + sock_drops)
+        check["trials_closed"] = sum(1 for s in steps if s.get("closes"))
+        check["trials_unmarked"] = sum(1 for s in steps if s.get("closes") is None)
         row["ndr_check"] = check
         for k in ("variant", "accel", "backend"):
             if k in obj:

@@ -132,5 +132,10 @@ def test_ndr_harness_runs_on_tap(t):
     n = by["ndr"]
     if not n["ndr_check"]["closes"] or not n["ndr_steps"] or not 0 < n["ndr_pps"] <= 4000:
         raise Fail(f"ndr row: counts must close and NDR be in (0, 4000]: {n['ndr_check']} ndr {n['ndr_pps']}")
+    # Every trial counted at both ends: the guest's PKT_TRIAL line for its
+    # marker, and the frames add up into and out of the guest.
+    if n["ndr_check"]["trials_closed"] != len(n["ndr_steps"]):
+        raise Fail(f"ndr: {n['ndr_check']['trials_closed']} of {len(n['ndr_steps'])} trials closed at both ends: "
+                   f"{[(s['rate'], s.get('guest_received'), s.get('closes')) for s in n['ndr_steps']]}")
     if "RFC 2544 throughput (tap; mode macswap" not in report or "| 64 | NDR " not in report:
         raise Fail("report.md has no RFC 2544 table")

@@ -19,7 +19,7 @@ could not do what it was asked).
                            SKIP left out (an injected drop); prints sent and
                            the tap's tx_dropped over the run (frames the
                            backend never took)
-  swap IFACE DMAC N RATE MODE [WAIT] [SIZE]   send as `send` and count
+  swap IFACE DMAC N RATE MODE [WAIT] [SIZE] [TRIAL]   send as `send` and count
                            what comes back: MODE macswap on the raw socket
                            (the returned frame's destination is our MAC),
                            MODE reflect on a UDP socket bound to the source
@@ -27,6 +27,8 @@ could not do what it was asked).
                            receives it); waits WAIT seconds (2) after the
                            last frame sent; SIZE the frame size (64, RFC
                            2544's: FCS included) or imix (the 7:4:1 cycle);
+                           then, given TRIAL, a trial marker with that
+                           number (the guest prints its PKT_TRIAL line);
                            host/bench/ndr.py runs one trial with it
 """
 
@@ -45,6 +47,7 @@ SOL_PACKET = 263  # linux/socket.h (Python exposes no name for it)
 HOST_IP, GUEST_IP = "10.77.0.1", "10.77.0.2"
 SPORT, DPORT = 40000, 9
 MAGIC = b"VNPK"
+MARKER = b"VNPT"
 FCS = 4  # frame sizes are RFC 2544's (apps/pkt.h): counted, never sent
 IMIX = (64, 570, 64, 64, 570, 64, 1518, 64, 570, 64, 570, 64)  # apps/pkt_frame.c pkt_imix
 
@@ -74,15 +77,16 @@ def ip_csum(h):
     return ~s & 0xFFFF
 
 
-def frame(dmac, smac, seq, size=64):
+def frame(dmac, smac, seq, size=64, magic=MAGIC):
     """The appliance's generator frame (apps/pkt_frame.c pkt_frame_build) of
-    RFC 2544 size `size`: size - 4 bytes, the FCS is the wire's."""
+    RFC 2544 size `size`: size - 4 bytes, the FCS is the wire's. With magic
+    MARKER and seq the trial's number it is a trial marker (apps/pkt.h)."""
     size -= FCS
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, size - 14, 0, 0x4000, 64, 17, 0,
                      socket.inet_aton(HOST_IP), socket.inet_aton(GUEST_IP))
     ip = ip[:10] + struct.pack("!H", ip_csum(ip)) + ip[12:]
     udp = struct.pack("!HHHH", SPORT, DPORT, size - 34, 0)
-    payload = MAGIC + struct.pack("!Q", seq)
+    payload = magic + struct.pack("!Q", seq)
     f = dmac + smac + b"\x08\x00" + ip + udp + payload
     return f + bytes(size - len(f))
 
@@ -196,7 +200,7 @@ def cmd_send(iface, dmac, n, rate, skip=-1):
     return 0
 
 
-def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64"):
+def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None):
     tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     tx.bind((iface, 0))
     tx.settimeout(5)
@@ -241,6 +245,9 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64"):
     drain(rx, count, accept, float(wait), time.monotonic() + 30, hdr)
     if count.frames == 0:
         poll_rx()
+    if trial is not None:
+        # After everything came back: the guest prints what it counted.
+        tx.send(frame(mac_bytes(dmac), mine, int(trial), 64, MARKER))
     rep = count.report()
     if mode == "macswap":
         rep["sock_drops"] = sock_drops(rx)
