@@ -14,7 +14,8 @@
  * reclaim takes it). A full TX ring keeps the frames already received (one
  * burst at most) for the next pass, so the guest drops nothing; what it
  * does not forward is counted (rx_other: not UDP/IPv4 for reflect, a
- * large-receive frame; fwd_unsent: still held when the run ended).
+ * large-receive frame, anything txonly receives; fwd_unsent: still held
+ * when the run ended).
  *
  * Keys: pkt.mode=txonly|rxonly|macswap|reflect (txonly),
  *       pkt.size=64..1518|imix (64; RFC 2544 frame sizes, FCS included: pkt.h),
@@ -178,10 +179,27 @@ static uint64_t pkt_tx_quota(uint64_t now)
 	return q;
 }
 
+/* txonly receives too: whatever arrives (a host's ARP, a switch's
+ * chatter) is counted and released, or it would sit on the used ring and
+ * end every halt before it began. */
+static void pkt_tx_drain_rx(void)
+{
+	struct vnet_rx *r = &pk.pend[0];
+	int rc = 1;
+
+	for (unsigned n = 0; n < pk.burst && (rc = vnet_rx(pk.vn, r)) > 0; n++) {
+		pk.rx_other++;
+		vnet_rx_release_frame(pk.vn, r);
+	}
+	if (rc < 0)
+		pkt_failed();
+}
+
 static void pkt_tx_pass(uint64_t now)
 {
 	uint64_t q = pkt_tx_quota(now);
 
+	pkt_tx_drain_rx();
 	prof_enter(PROF_APP);
 	for (uint64_t k = 0; k < q && pk.nfree; k++) {
 		uint16_t s = pk.free[--pk.nfree];

@@ -195,3 +195,25 @@ def test_pkt_guest_pair_over_a_bridge(t):
     if rrx["seq_gaps"] > lost or (lost == 0 and rrx["seq_gaps"]):
         raise Fail(f"{rrx['seq_gaps']} sequence gaps for {lost} frames the taps dropped\n{rx.tail(12)}")
     check_eq("reorders", 0, rrx["seq_reorder"], rx)
+
+
+def test_pkt_txonly_paced_halts_with_frames_arriving(t):
+    """txonly at a rate under IDLE=halt sleeps between frames, also when
+    frames arrive meanwhile (counted as rx_other and released: left on the
+    used ring they would end every halt before it began)."""
+    with t.netns() as ns:
+        rx = ns.popen(PEER + ["recv", ns.tap, "3", "90"], stdout=subprocess.PIPE, text=True)
+        if rx.stdout.readline().strip() != "listening":
+            raise Fail("pktpeer recv did not start")
+        g, mac = pkt_guest(t, ns, "pkt.mode=txonly pkt.rate=500 pkt.count=1500",
+                           kernel=linked_kernel("base-every-ei1-eager-inline-zc1-idle_halt"))
+        sent = peer(ns, ["send", ns.tap, mac, "5", "100"])
+        r = result(g)
+        out, _ = rx.communicate(timeout=60)
+        seen = json.loads(out.strip().splitlines()[-1])
+    check_eq("frames sent", 1500, r["frames"], g)
+    check_eq("peer frames + its drops", 1500, seen["frames"] + seen["sock_drops"])
+    check_eq("frames that arrived, counted", sent["sent"] - sent["tap_tx_dropped"], r["rx_other"], g)
+    if r["halts"] < 500 or r["busy_pct"] > 60:
+        raise Fail(f"a 500 pps sender should halt between frames: halts {r['halts']}, busy {r['busy_pct']} %\n"
+                   f"{g.tail(8)}")
