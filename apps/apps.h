@@ -26,6 +26,11 @@ int echo_main(void);
 void tcpcheck_configure(void);
 int tcpcheck_main(void);
 
+/* pkt.c (+ pkt_frame.c): packet-level benchmark on the driver alone (no
+ * lwIP): txonly, rxonly, macswap, reflect */
+void pkt_configure(void);
+int pkt_main(void);
+
 /* rr.c (+ rr_client.c, rr_server.c): TCP_RR / UDP_RR, sockperf-compatible */
 void rr_configure(void);
 int rr_main(void);

@@ -25,6 +25,7 @@ static const struct app {
     {"arpping", arpping_configure, arpping_main},
     {"echo", echo_configure, echo_main},
     {"memcached", memcached_configure, memcached_main},
+    {"pkt", pkt_configure, pkt_main},
     {"rr", rr_configure, rr_main},
     {"stream", stream_configure, stream_main},
     {"tcpcheck", tcpcheck_configure, tcpcheck_main},

@@ -54,15 +54,20 @@ static void parse_ip(void)
 		                   gw_arg);
 }
 
+void net_configure_link(void)
+{
+	/* A label only: the host says which backend it gave us, so result
+	 * lines are self-describing (the guest cannot tell tap from vhost). */
+	backend = cmdline_str("backend", "unknown");
+}
+
 void net_configure(void)
 {
 	ip_arg = cmdline_str("ip", "dhcp");
 	gw_arg = cmdline_str("gw", NULL);
 	dhcp_timeout_s = cmdline_u64("net.dhcp_timeout", 10, 1, 600);
 	vnetif_rx_hold_max = (long)cmdline_u64("net.rx_hold_max", (uint64_t)-1 >> 1, 0, 32768);
-	/* A label only: the host says which backend it gave us, so result
-	 * lines are self-describing (the guest cannot tell tap from vhost). */
-	backend = cmdline_str("backend", "unknown");
+	net_configure_link();
 	use_dhcp = !strcmp(ip_arg, "dhcp");
 	if (use_dhcp && gw_arg)
 		kernel_usage_error("cmdline", "key 'gw' needs a static ip=A.B.C.D/PREFIX");
@@ -224,13 +229,19 @@ static void print_counters_on_error(void)
 		vnet_print_rings(vn);
 }
 
-void net_up(void)
+struct vnet *net_open(void)
 {
 	char err[160];
 	vn = vnet_open(err, sizeof(err));
 	if (!vn)
 		kernel_error("virtio-net", "%s", err);
 	kernel_set_error_hook(print_counters_on_error);
+	return vn;
+}
+
+void net_up(void)
+{
+	net_open();
 	lwip_init();
 	if (!netif_add(&netif, use_dhcp ? NULL : &addr, use_dhcp ? NULL : &mask,
 	               use_dhcp ? NULL : &gw, vn, vnetif_init, ethernet_input))

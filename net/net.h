@@ -12,7 +12,12 @@
 #include "lwip/netif.h"
 
 /* net.c: configuration, bring-up and the NO_SYS main loop */
-void net_configure(void); /* claims ip=, gw= (before cmdline_finish) */
+void net_configure(void);      /* claims ip=, gw= (before cmdline_finish) */
+void net_configure_link(void); /* backend= alone, for a driver-only app (net_configure has it) */
+/* Open the NIC without lwIP (driver-only apps, app=pkt): an ERROR line
+ * then prints the driver's counters and rings; net_vnet() and the result
+ * line's labels work as with net_up(). */
+struct vnet *net_open(void);
 /* Open the NIC, add the netif, configure IPv4 (static or DHCP, bounded
  * wait). Prints "net ip=... gw=... mac=..." or an ERROR line and exits. */
 void net_up(void);

@@ -384,6 +384,18 @@ MUTANTS = [
     ("TX liveness: no stale reclaim while TX is busy (lazy keeps a completed frame)",
      "drivers/virtio/vnet_tx.c", "\tvnet_tx_stale_reclaim(vn, now);\n", "\t(void)vnet_tx_stale_reclaim;\n",
      ["lazy-every-ei1-eager-inline-zc1", "lazy-burst-ei1-eager-inline-zc1-packed"]),
+    # Issue 25: vnet_tx_forward() (app=pkt macswap/reflect) sends the RX
+    # buffer itself and gives it back to RX at reclaim.
+    ("forward: a forwarded RX buffer is never given back to RX (tx_done gets it)",
+     "drivers/virtio/vnet_tx.c", "\t\tif (s->rx_handle)\n\t\t\tvnet_rx_tx_done(vn, s->rx_handle);",
+     "\t\tif (0)\n\t\t\tvnet_rx_tx_done(vn, s->rx_handle);",
+     ["base-every-ei1-eager-inline-zc1", "lazy-timer-ei1-eager-inline-zc1"]),
+    ("forward: the buffer is re-posted to RX while the TX ring still points at it",
+     "drivers/virtio/vnet_tx.c", "\tif (rx_handle && VNET_ZEROCOPY) {", "\tif (rx_handle && 0) {",
+     ["base-every-ei1-eager-inline-zc1", "base-every-ei1-eager-inline-zc1-packed"]),
+    ("forward: the caller may still release a buffer on the TX ring",
+     "drivers/virtio/vnet_rx.c", "\tvn->rx_state[i] = VNET_RXB_TX;\n", "\t(void)i;\n",
+     ["base-every-ei1-eager-inline-zc1"]),
 ]
 
 

@@ -551,6 +551,6 @@ void vnet_print_rings(const struct vnet *vn)
 {
 	virtq_print_state(&vn->txq, "tx");
 	virtq_print_state(&vn->rxq, "rx");
-	printf("RXBUFS {\"posted\":%u,\"free\":%u,\"held\":%u}\n", vn->rx_posted, vn->rx_nfree,
-	       vn->rx_held);
+	printf("RXBUFS {\"posted\":%u,\"free\":%u,\"held\":%u,\"in_tx\":%u}\n", vn->rx_posted,
+	       vn->rx_nfree, vn->rx_held, vn->rx_in_tx);
 }

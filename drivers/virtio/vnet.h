@@ -14,7 +14,9 @@
  * caller's memory: at reclaim in zero-copy builds (VNET_ZEROCOPY=1), before
  * vnet_tx() returns in copy builds. When to reclaim and when to kick are
  * compile-time policies (vnet_policy.h); the calls below are the same in
- * every variant.
+ * every variant. A received frame can also go straight back out in its own
+ * buffer (vnet_tx_forward(): the packet apps' macswap and reflect); the
+ * driver then owns that buffer and re-posts it to RX when TX completes.
  *
  * Main loop shape (lwIP NO_SYS_SampleCode.c):
  *
@@ -87,6 +89,8 @@ struct vnet_txo {
 
 #define VNET_RX_F_CSUM_VALID 1u /* device vouches for the L4 checksum (DATA_VALID / NEEDS_CSUM) */
 #define VNET_RX_F_GSO        2u /* a large-receive frame: gso_size says the sender's MSS */
+#define VNET_RX_F_CSUM_PARTIAL                                                                     \
+	4u /* NEEDS_CSUM: the L4 checksum field holds the pseudo-header sum (csum_start/offset) */
 
 struct vnet_rx_buf {
 	void *data;   /* part of the frame; buf[0].data % 4 == 2 so the IP header
@@ -97,10 +101,11 @@ struct vnet_rx_buf {
 };
 
 struct vnet_rx {
-	uint32_t len;      /* whole frame, all buffers */
-	uint32_t flags;    /* VNET_RX_F_* */
-	uint16_t gso_size; /* VNET_RX_F_GSO: segment size the device reported */
-	unsigned nbufs;    /* 1..VNET_RX_MAX_BUFS (more than 1 only with MRG_RXBUF) */
+	uint32_t len;                     /* whole frame, all buffers */
+	uint32_t flags;                   /* VNET_RX_F_* */
+	uint16_t gso_size;                /* VNET_RX_F_GSO: segment size the device reported */
+	uint16_t csum_start, csum_offset; /* VNET_RX_F_CSUM_PARTIAL: as the device wrote them */
+	unsigned nbufs; /* 1..VNET_RX_MAX_BUFS (more than 1 only with MRG_RXBUF) */
 	struct vnet_rx_buf buf[VNET_RX_MAX_BUFS];
 };
 
@@ -199,6 +204,18 @@ int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg, const s
 /* End of a burst (the xmit_more=false point): kick=burst kicks here,
  * avail=batched publishes here. */
 void vnet_tx_end_burst(struct vnet *vn);
+/* Send a received frame back out in its own buffer, edited in place or not
+ * (f->len bytes from f->buf[0].data; the driver writes the virtio-net
+ * header into the 12 bytes in front of it). The same reclaim and kick
+ * policies as vnet_tx(). 0: the driver owns the buffer now and re-posts it
+ * to RX once the device has sent it (at reclaim; in copy builds,
+ * VNET_ZEROCOPY=0, the frame is copied and the buffer re-posted at once);
+ * tx_done is not called for it. <0 as vnet_tx(), and the caller still holds
+ * the buffer. A frame whose checksum the device left partial
+ * (VNET_RX_F_CSUM_PARTIAL) is sent NEEDS_CSUM with the same offsets. One
+ * buffer only: a merged (large-receive) frame is -VNET_EINVAL. */
+int vnet_tx_forward(struct vnet *vn, const struct vnet_rx *f);
+uint16_t vnet_tx_ring_size(const struct vnet *vn); /* TX descriptors */
 
 /* vnet_rx.c: receive */
 /* 1 = a frame in *out (every out->buf[i].handle to be released), 0 = none

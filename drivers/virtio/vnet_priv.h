@@ -42,10 +42,12 @@ enum vnet_rxb_state {
 	VNET_RXB_FREE,   /* driver's, waiting to be re-posted */
 	VNET_RXB_POSTED, /* on the ring, device's */
 	VNET_RXB_UP,     /* handed to the caller */
+	VNET_RXB_TX,     /* forwarded (vnet_tx_forward): on the TX ring until reclaimed */
 };
 
 struct vnet_tx_slot {
 	void *cookie;
+	void *rx_handle; /* a forwarded RX buffer, re-posted at reclaim; NULL: tx_done(cookie) */
 	uint16_t next_free;
 };
 
@@ -65,6 +67,7 @@ struct vnet {
 	uint16_t rx_nfree;
 	uint16_t rx_posted; /* POSTED buffers: what the device can still fill */
 	uint16_t rx_held;   /* UP buffers: handed to the caller */
+	uint16_t rx_in_tx;  /* TX buffers: forwarded, not yet reclaimed */
 
 	/* TX */
 	uint8_t *tx_mem;
@@ -127,5 +130,10 @@ void vnet_tx_reclaim_before_halt(struct vnet *vn);
 void vnet_rx_setup(struct vnet *vn);
 void vnet_rx_refill(struct vnet *vn, bool kick);
 void vnet_rx_poll(struct vnet *vn);
+/* vnet_tx_forward(): is handle a buffer the caller holds (its index, else
+ * -1); then UP -> TX once it is on the TX ring, TX -> FREE at reclaim. */
+int vnet_rx_held_index(const struct vnet *vn, const void *handle);
+void vnet_rx_to_tx(struct vnet *vn, uint16_t i);
+void vnet_rx_tx_done(struct vnet *vn, void *handle);
 
 #endif

@@ -149,6 +149,8 @@ static uint32_t vnet_rx_flags(const struct vnet *vn, const struct virtio_net_hdr
 	if ((vn->offloads & VNET_OFF_RX_CSUM) &&
 	    (h->flags & (VIRTIO_NET_HDR_F_NEEDS_CSUM | VIRTIO_NET_HDR_F_DATA_VALID)))
 		f |= VNET_RX_F_CSUM_VALID;
+	if ((vn->offloads & VNET_OFF_RX_CSUM) && (h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM))
+		f |= VNET_RX_F_CSUM_PARTIAL;
 	if (h->gso_type != VIRTIO_NET_HDR_GSO_NONE)
 		f |= VNET_RX_F_GSO;
 	return f;
@@ -224,6 +226,8 @@ int vnet_rx(struct vnet *vn, struct vnet_rx *out)
 		out->len = total;
 		out->flags = vnet_rx_flags(vn, h);
 		out->gso_size = (out->flags & VNET_RX_F_GSO) ? h->gso_size : 0;
+		out->csum_start = (out->flags & VNET_RX_F_CSUM_PARTIAL) ? h->csum_start : 0;
+		out->csum_offset = (out->flags & VNET_RX_F_CSUM_PARTIAL) ? h->csum_offset : 0;
 		if (total < 14 || total > VNET_RX_GSO_FRAME_MAX ||
 		    (!(out->flags & VNET_RX_F_GSO) && total > vn->max_frame)) {
 			vn->rx.drops++; /* runt or oversize: counted, buffers back */
@@ -266,6 +270,38 @@ void vnet_rx_release(struct vnet *vn, void *handle)
 		return;
 	}
 	vn->rx_held--;
+	vnet_rx_recycle(vn, (uint16_t)i);
+	if (vn->rx_nfree >= VNET_RX_REFILL_BATCH)
+		vnet_rx_refill(vn, true);
+}
+
+int vnet_rx_held_index(const struct vnet *vn, const void *handle)
+{
+	int i = vnet_rx_index(vn, handle);
+
+	return i >= 0 && vn->rx_state[i] == VNET_RXB_UP ? i : -1;
+}
+
+/* The buffer is on the TX ring now: neither the caller's (a release is
+ * refused) nor free. */
+void vnet_rx_to_tx(struct vnet *vn, uint16_t i)
+{
+	vn->rx_state[i] = VNET_RXB_TX;
+	vn->rx_held--;
+	vn->rx_in_tx++;
+}
+
+/* The device has sent a forwarded buffer (the one TX reclaim routine): back
+ * to RX, re-posted with the next batch like a released one. */
+void vnet_rx_tx_done(struct vnet *vn, void *handle)
+{
+	int i = vnet_rx_index(vn, handle);
+
+	if (i < 0 || vn->rx_state[i] != VNET_RXB_TX) {
+		printf("vnet: forwarded buffer %p is not on the TX ring\n", handle);
+		return;
+	}
+	vn->rx_in_tx--;
 	vnet_rx_recycle(vn, (uint16_t)i);
 	if (vn->rx_nfree >= VNET_RX_REFILL_BATCH)
 		vnet_rx_refill(vn, true);

@@ -73,8 +73,11 @@ static unsigned vnet_tx_take(struct vnet *vn, unsigned max, bool idle)
 			break;
 		}
 		s = token;
-		if (VNET_ZEROCOPY && vn->tx_done)
+		if (s->rx_handle)
+			vnet_rx_tx_done(vn, s->rx_handle); /* a forwarded RX buffer goes home */
+		else if (VNET_ZEROCOPY && vn->tx_done)
 			vn->tx_done(vn->tx_done_arg, s->cookie);
+		s->rx_handle = NULL;
 		s->next_free = vn->tx_slot_free;
 		vn->tx_slot_free = vnet_tx_slot_index(vn, s);
 		n++;
@@ -247,8 +250,10 @@ static int vnet_tx_hdr(const struct vnet *vn, const struct vnet_txo *o, uint32_t
 	return 0;
 }
 
-int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg, const struct vnet_txo *o,
-            void *cookie)
+/* vnet_tx() and vnet_tx_forward(): rx_handle is the forwarded RX buffer
+ * (index rx_index), NULL for a caller's frame. */
+static int vnet_tx_queue(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg,
+                         const struct vnet_txo *o, void *cookie, void *rx_handle, int rx_index)
 {
 	struct virtq_buf bufs[VNET_TX_MAX_SEGS + 1];
 	struct virtio_net_hdr hdr;
@@ -309,8 +314,16 @@ int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg, const s
 	vn->tx.bytes += total;
 	vn->tx.csum += hdr.flags != 0;
 	vn->tx.gso += hdr.gso_type != VIRTIO_NET_HDR_GSO_NONE;
-	if (!VNET_ZEROCOPY && vn->tx_done)
+	if (rx_handle && VNET_ZEROCOPY) {
+		/* The descriptors point into the RX buffer: it rides the TX
+		 * ring until the one reclaim routine gives it back. */
+		vn->tx_slot[slot].rx_handle = rx_handle;
+		vnet_rx_to_tx(vn, (uint16_t)rx_index);
+	} else if (rx_handle) {
+		vnet_rx_release(vn, rx_handle); /* copied: re-posted at once */
+	} else if (!VNET_ZEROCOPY && vn->tx_done) {
 		vn->tx_done(vn->tx_done_arg, cookie); /* copied: caller's memory is free */
+	}
 
 	/* v3: "don't delay avail index update" (avail=eager is enforced). */
 	if (VNET_IS_RECLAIM_V3)
@@ -333,6 +346,34 @@ int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg, const s
 	if (VNET_IS_RECLAIM_V2_V3)
 		vnet_tx_xmit_end(vn);
 	return vn->failed ? -VNET_EDEVICE : 0;
+}
+
+int vnet_tx(struct vnet *vn, const struct vnet_seg *segs, unsigned nseg, const struct vnet_txo *o,
+            void *cookie)
+{
+	return vnet_tx_queue(vn, segs, nseg, o, cookie, NULL, -1);
+}
+
+int vnet_tx_forward(struct vnet *vn, const struct vnet_rx *f)
+{
+	struct vnet_seg seg = {f->buf[0].data, f->len};
+	struct vnet_txo o = {.csum = true,
+	                     .csum_start = f->csum_start,
+	                     .csum_offset = f->csum_offset,
+	                     .gso_type = VIRTIO_NET_HDR_GSO_NONE};
+	int i = vnet_rx_held_index(vn, f->buf[0].handle);
+
+	if (vn->failed)
+		return -VNET_EDEVICE;
+	if (f->nbufs != 1 || i < 0 || f->len > f->buf[0].len || (f->flags & VNET_RX_F_GSO))
+		return -VNET_EINVAL;
+	return vnet_tx_queue(vn, &seg, 1, (f->flags & VNET_RX_F_CSUM_PARTIAL) ? &o : NULL, NULL,
+	                     f->buf[0].handle, i);
+}
+
+uint16_t vnet_tx_ring_size(const struct vnet *vn)
+{
+	return vn->txq.size;
 }
 
 void vnet_tx_end_burst(struct vnet *vn)

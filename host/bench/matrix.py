@@ -30,6 +30,10 @@ TESTS = {
     "ping": dict(kind="ping", row="size", metric="lat_p50_ns", up=False),
     # host memcaslap against a memcached server (mcload.py); rows = its -c
     "memcached": dict(kind="memcached", row="instances", metric="tps", up=True),
+    # app=pkt txonly at full speed into a tests/tools/pktpeer.py recv sink; rows = frame size
+    "pkt_txonly": dict(kind="pkt", row="size", metric="pps", up=True),
+    # app=pkt against tests/tools/pktpeer.py: the NDR/PDR search (ndr.py); rows = frame size
+    "ndr": dict(kind="ndr", row="size", metric="ndr_pps", up=True),
 }
 TEST_ALIASES = {"rr": "tcp_rr", "stream": "tcp_stream", "maerts": "tcp_maerts"}
 
@@ -74,6 +78,14 @@ KEYS = {
     "ping.sizes": ("56", "ICMP payload sizes (table rows)"),
     "memcached.concurrency": ("128", "memcached: memcaslap -c (connections; table rows)"),
     "memcached.threads": ("2", "memcached: memcaslap -T (client threads); a list gives one table per value"),
+    "pkt.sizes": ("64", "pkt_txonly: frame sizes (RFC 2544's, FCS included), 64..1518 or imix (table rows)"),
+    "pkt.burst": ("32", "pkt_txonly: frames the appliance sends per pass at most (pkt.burst)"),
+    "ndr.sizes": ("64", "ndr: frame sizes in bytes given to the device (FCS excluded), 64..1518 or imix (table rows)"),
+    "ndr.trial": ("2", "ndr: seconds per trial of the search"),
+    "ndr.mode": ("macswap", "ndr: the appliance's app=pkt mode, macswap (the PVP loop) or reflect"),
+    "ndr.max_rate": ("200000", "ndr: the first (highest) offered rate, frames/s"),
+    "ndr.pdr": ("0.5", "ndr: PDR's loss bound in percent (NDR: 0)"),
+    "ndr.precision": ("5", "ndr: the search ends when [pass, fail) is at most this percent of the failing rate"),
     "accel": ("auto", "accelerators, an axis like machine: auto|kvm|tcg, passed to host/qemu-run.sh --accel (kvm also takes this machine kind's kvm_pvm in native mode; the stock Linux guest runs KVM only on hardware virtualisation and TCG otherwise, named in its rows); with more than one, every column splits into COLUMN@ACCEL"),
     "cpu": ("", "QEMU CPU model of every guest (default: per accelerator, guests.CPU_MODEL: TCG qemu64, KVM host)"),
     "machine": ("pc", "machines, an axis like backends: pc, q35, microvm (no PCI: virtio-mmio found through ACPI), microvm-noacpi (microvm,acpi=off: virtio-mmio from the kernel command line, interrupts through the 8259 instead of an I/O APIC); with more than one, every column splits into COLUMN@MACHINE"),
@@ -312,6 +324,25 @@ class Matrix:
         self.stream_instances = self._ints("stream.instances", 1, 32)
         self.stream_cc = host_cc(str(s["stream.cc"]).strip())
         self.ping_sizes = [parse_size(x) for x in split_list(s["ping.sizes"])]
+        self.pkt_sizes, self.ndr_sizes = [], []
+        for key, out in (("pkt.sizes", self.pkt_sizes), ("ndr.sizes", self.ndr_sizes)):
+            for z in split_list(s[key]):
+                if z != "imix" and not (z.isdigit() and 64 <= int(z) <= 1518):
+                    raise BenchError(f"bad {key} entry '{z}' (64..1518 or imix: app=pkt's pkt.size)")
+                out.append(z)  # strings: "imix" sorts with them
+        self.pkt_burst = self._int("pkt.burst", 1, 256)
+        self.ndr_trial = self._int("ndr.trial", 1, 600)
+        self.ndr_mode = str(s["ndr.mode"]).strip()
+        if self.ndr_mode not in ("macswap", "reflect"):
+            raise BenchError(f"bad ndr.mode '{self.ndr_mode}' (macswap|reflect)")
+        self.ndr_max_rate = self._int("ndr.max_rate", 2, 100000000)
+        try:
+            self.ndr_pdr, self.ndr_precision = float(s["ndr.pdr"]), float(s["ndr.precision"])
+        except ValueError:
+            raise BenchError(f"ndr.pdr and ndr.precision take numbers (percent), not '{s['ndr.pdr']}', "
+                             f"'{s['ndr.precision']}'")
+        if not (0 < self.ndr_pdr < 100 and 0 < self.ndr_precision < 100):
+            raise BenchError("ndr.pdr and ndr.precision are percentages above 0 and below 100")
         self.mc_concurrency = self._ints("memcached.concurrency", 1, 1024)
         self.mc_threads = self._ints("memcached.threads", 1, 64)
         if max(self.mc_threads) > min(self.mc_concurrency):
@@ -359,6 +390,9 @@ class Matrix:
                 if int(c) >= ncpu:
                     raise BenchError(f"pin.{who}={v}: this host has CPUs 0..{ncpu - 1} only")
         self.run_timeout = int(s["run_timeout"]) if str(s["run_timeout"]).strip() else self.seconds + self.warmup + 60
+        if "ndr" in self.tests and not str(s["run_timeout"]).strip():
+            # A search is ~20 trials, each with a peer start around it.
+            self.run_timeout = max(self.run_timeout, 40 * (self.ndr_trial + 3) + 60)
 
         self.columns = [(g, v) for g in self.guests for v in (self.variants if g == "vnetlab" else [g])]
         if self.pairs:
@@ -441,6 +475,12 @@ class Matrix:
         if kind == "memcached":
             return [dict(instances=c, threads=t, seconds=self.seconds)
                     for t in self.mc_threads for c in self.mc_concurrency]
+        if kind == "pkt":
+            return [dict(size=z, burst=self.pkt_burst, seconds=self.seconds) for z in self.pkt_sizes]
+        if kind == "ndr":
+            return [dict(size=z, trial=self.ndr_trial, mode=self.ndr_mode, max_rate=self.ndr_max_rate,
+                         pdr=self.ndr_pdr, precision=self.ndr_precision, seconds=self.ndr_trial)
+                    for z in self.ndr_sizes]
         return [dict(size=z, seconds=self.seconds) for z in self.ping_sizes]
 
     def runs(self):

@@ -12,11 +12,14 @@ their output says.
   ping                  `ping -A` (adaptive: one echo in flight, like an RR);
                         every reply's time gives the percentiles
   memcached             `memcaslap` drives the server (mcload.py)
+  pkt_txonly            `tests/tools/pktpeer.py recv` counts the appliance's
+                        frames on the tap (ndr runs its peer itself: ndr.py)
 
 A peer is started through the backend's wrap() (inside the namespace) and,
 optionally, under `taskset -c LIST`. Every peer has a hard timeout.
 """
 
+import json
 import math
 import os
 import re
@@ -274,6 +277,38 @@ def parse_ping(lines, seconds):
     return out
 
 
+PKTPEER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests",
+                       "tools", "pktpeer.py")
+
+
+class PktSink(Peer):
+    """pkt_txonly: `tests/tools/pktpeer.py recv` on the namespace's tap
+    counts the appliance's frames (and what its own socket dropped) until
+    2 s without one."""
+
+    name = "python3"
+    server = True
+    tools = ()
+
+    def argv(self):
+        return ["python3", PKTPEER, "recv", "vnbtap0", "2", str(self.params["seconds"] + 60)]
+
+    def ready(self, timeout=10):
+        return bool(self.proc.wait_line(lambda l: l.strip() == "listening", timeout))
+
+    def parse(self):
+        self.proc.wait(30)  # it ends 2 s after the guest's last frame
+        for l in reversed(self.proc.text()):
+            if l.startswith("{"):
+                try:
+                    d = json.loads(l)
+                except ValueError:
+                    break
+                return {"peer_frames": d.get("frames"), "peer_sock_drops": d.get("sock_drops"),
+                        "peer_seq_gaps": d.get("seq_gaps"), "peer_seq_reorder": d.get("seq_reorder")}
+        return {}
+
+
 def for_test(test, roles, backend, params, pin="", warmup=0):
     """The peer of a test (matrix.TESTS names); roles = {"rr": client|server,
     "stream": client|server}, the appliance's role."""
@@ -287,6 +322,8 @@ def for_test(test, roles, backend, params, pin="", warmup=0):
         from mcload import Memcaslap  # mcload imports this module
 
         cls = Memcaslap
+    elif test == "pkt_txonly":
+        cls = PktSink
     else:
         cls = Ping
     return cls(backend, test, params, pin, warmup)

@@ -32,6 +32,7 @@ import json
 import os
 
 import idle
+import ndr
 import stats
 from matrix import TESTS
 
@@ -59,6 +60,8 @@ METRIC_LABEL = {
     "tps": "transactions/s",
     "mbps": "Mbit/s",
     "lat_p50_ns": "round-trip p50 (us)",
+    "pps": "frames/s",
+    "ndr_pps": "NDR frames/s",
 }
 
 
@@ -314,7 +317,8 @@ def markdown(records, cols, baseline, meta, plots=()):
         accels = ",".join(sorted({a for r in recs for a in r["accel"].split(",")}))
         L.append(f"## {group_title((test, gk[1], tuple(x for x in gk[2] if x[0] != 'seconds')))} (accel {accels})")
         L.append("")
-        row_name = {"instances": "Instances", "msg": "Message size", "size": "Payload bytes"}[row_dim]
+        row_name = "Frame size" if info["kind"] in ("pkt", "ndr") else {
+            "instances": "Instances", "msg": "Message size", "size": "Payload bytes"}[row_dim]
 
         def record_cell(key, text):
             """A cell from the run's record: "-" when there is none or it
@@ -416,7 +420,7 @@ def markdown(records, cols, baseline, meta, plots=()):
             drv_cell = record_cell("kicks_per_txn",
                                    lambda r: f"{fmt_num(r['kicks_per_txn'])} / {fmt_num(r.get('reclaims_per_txn'))}")
             unit = {"rr": "transaction", "stream": "message (one write of msg bytes)", "ping": "ping (whole boot)",
-                    "memcached": "memcached command"}[info["kind"]]
+                    "memcached": "memcached command", "pkt": "frame", "ndr": "frame"}[info["kind"]]
             L += _table(f"driver: kicks / TX reclaim calls per {unit} (medians)", row_name, row_values, gcols, drv_cell)
 
         kvm_unit = "txn" if info["kind"] == "rr" else "mb"
@@ -461,4 +465,5 @@ def write_all(outdir, rows, columns, baseline, meta, plots=()):
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write(markdown(records, cols, baseline, meta, plots))
         f.write("\n".join(idle.table(rows, columns)) + "\n")
+        f.write("\n".join(ndr.rfc2544_table(rows, columns)) + "\n")
     return records, cols

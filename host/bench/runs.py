@@ -185,13 +185,18 @@ def write_log(path, boot, peer, backend_proc):
 
 def execute(run, m, guest, logdir):
     """Run one configuration; always returns a row, never leaves anything
-    running. The run kinds: one guest against host peers (below), or a
-    guest pair (run.guest "pair": pairs.execute_run(), guest its Sides)."""
+    running. The run kinds: one guest against host peers (below), a guest
+    pair (run.guest "pair": pairs.execute_run(), guest its Sides), or the
+    NDR/PDR search (test ndr: ndr.execute_run(), trials inside one boot)."""
     if run.guest == "pair":
         import pairs  # pairs imports this module
 
         return pairs.execute_run(run, m, guest, logdir)
     row = base_row(run, m)
+    if TESTS[run.test]["kind"] == "ndr":
+        import ndr  # ndr imports this module
+
+        return ndr.execute_run(run, m, guest, logdir, row)
     name, opts = m.backend_opts(run.backend)
     backend = backends.make(name, run.backend, opts, m.pin.get("backend", ""))
     reason = guest.supports(run.test, backend)

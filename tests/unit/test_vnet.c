@@ -2,8 +2,11 @@
  * test_vnet.c: the virtio-net driver (vnet*.c + one ring file) against the
  * simulated device, built once per policy variant; this file holds the
  * bring-up tests (vnet.c: 3.1.1 order and its failures, link state) and
- * main(), which runs every test_vnet_*.c test (vnet_fixture.h lists them).
+ * main(), which runs every test_vnet_*.c test (vnet_fixture.h lists them;
+ * test_vnet_fwd.c, forwarding a received buffer, declares its own in
+ * test_vnet.h).
  */
+#include "tests/unit/test_vnet.h"
 #include "tests/unit/vnet_fixture.h"
 
 int check_failed, check_total;
@@ -176,5 +179,6 @@ int main(void)
 	RUN(test_idle_policy);
 	RUN(test_rx_coalesce);
 	RUN(test_idle_weak_fences);
+	test_vnet_fwd();
 	return check_done("test_vnet %s", vnet_variant());
 }

@@ -3,6 +3,7 @@
  * simulated device configured like QEMU's virtio-net, the driver opened on
  * it, and numbered frames whose completions are counted.
  */
+#include "tests/unit/test_vnet.h"
 #include "tests/unit/vnet_fixture.h"
 
 struct vnet *vn;
@@ -87,4 +88,9 @@ void settle(void)
 		shim_now_ns += VNET_KICK_TIMER_US * 1000ull;
 		vnet_poll(vn);
 	}
+}
+
+unsigned test_vnet_done_total(void)
+{
+	return done_total;
 }

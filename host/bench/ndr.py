@@ -1,0 +1,318 @@
+"""ndr.py: the zero-loss throughput search (RFC 2544 26.1 "throughput";
+FD.io CSIT's NDR and PDR) and its run kind, `tests = ndr` in a matrix.
+
+The search is a binary search over the offered rate, one trial of
+`ndr.trial` seconds per step, for two goals in turn:
+
+  NDR  the highest rate with no frame lost;
+  PDR  the highest rate with at most `ndr.pdr` percent lost (0.5).
+
+It starts at `ndr.max_rate`; a rate that passes ends the goal there, else
+the rate is halved until one passes, then the interval [pass, fail) is
+bisected until its width is at most `ndr.precision` percent of the
+failing rate. PDR starts from what the NDR trials already showed (every
+trial is kept: a rate that lost nothing passes both goals, one that lost
+less than the PDR ratio passes PDR), so it costs a few trials more. Every
+trial is a step in the row (`ndr_steps`: goal, rate, sent, received, loss,
+pass), in the JSONL.
+
+A trial against the appliance (execute_run): the guest runs `app=pkt`
+in the matrix's `ndr.mode` (macswap: the PVP loop; reflect) for the whole
+search; tests/tools/pktpeer.py `swap` in the backend's namespace offers
+rate x trial frames of the row's size and counts what comes back, then a
+trial marker. Loss is counted at both ends: the peer's own (sent - back)
+is the trial's loss; the guest's PKT_TRIAL line for the marker says what
+it received and forwarded of that trial, so each step also says where the
+frames were lost (`tap_tx_dropped` into the guest, the peer socket's drops
+out of it) and whether that closes (`closes`); the guest's RESULT at the
+end must add up with the peer's totals (`ndr_check`).
+
+The host generator is a Python raw socket: it offers some tens of
+thousands of frames per second at most, so the search finds the smaller
+of the guest's and the generator's limit; each step records what was
+really offered (`offered_pps`), and a figure whose trial the generator
+could not offer in time is marked `ndr_generator_limited` (a floor). The
+backend's no-guest reference rate (issue 25's DPDK/trafgen generators) is
+not here yet.
+"""
+
+import json
+import os
+import re
+import sys
+import time
+
+import procs
+from procs import BenchError
+
+GENERATOR_SLACK = 0.95  # a trial offering less than this share of its rate is the generator's limit
+
+PKTPEER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests",
+                       "tools", "pktpeer.py")
+
+
+def passes(trial, loss_pct):
+    """Does a trial (dict with sent, received) lose at most loss_pct %?
+    A trial that sent nothing passes nothing."""
+    if trial["sent"] <= 0:
+        return False
+    lost = trial["sent"] - trial["received"]
+    if loss_pct == 0:
+        return lost <= 0
+    return lost * 100.0 <= loss_pct * trial["sent"]
+
+
+def _search(goal, loss_pct, lo, hi, max_rate, min_rate, precision_pct, run_trial, steps):
+    """Binary search for goal between a passing lo (or None) and a failing
+    hi (or None), from the trials already in steps; returns the rate found
+    (0 when even min_rate fails)."""
+
+    def trial(rate):
+        t = dict(run_trial(rate))
+        t.update(goal=goal, rate=rate, loss=t["sent"] - t["received"],
+                 loss_pct=round(100.0 * (t["sent"] - t["received"]) / t["sent"], 4) if t["sent"] else None)
+        t["pass"] = passes(t, loss_pct)
+        steps.append(t)
+        return t["pass"]
+
+    if lo is None and hi is None:
+        if trial(max_rate):
+            return max_rate
+        hi = max_rate
+    if lo is None:
+        # Halve from the failing rate until one passes.
+        rate = hi
+        while True:
+            rate = rate // 2
+            if rate < min_rate:
+                return 0
+            if trial(rate):
+                lo = rate
+                break
+            hi = rate
+    if hi is None:
+        return lo
+    while (hi - lo) * 100.0 > precision_pct * hi and hi - lo > 1:
+        mid = (lo + hi) // 2
+        if trial(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def bounds(steps, loss_pct):
+    """(highest passing, lowest failing) rate of the trials so far for a
+    loss ratio; None where there is none. A failing rate below a passing
+    one (noise) keeps the lower failing rate: the search stays honest."""
+    ok = [s["rate"] for s in steps if passes(s, loss_pct)]
+    bad = [s["rate"] for s in steps if not passes(s, loss_pct)]
+    hi = min(bad) if bad else None
+    lo = max([r for r in ok if hi is None or r < hi], default=None)
+    return lo, hi
+
+
+def search(run_trial, max_rate, pdr_pct=0.5, precision_pct=5.0, min_rate=1):
+    """NDR then PDR; run_trial(rate) -> {"sent": N, "received": N, ...}.
+    Returns {"ndr": rate, "pdr": rate, "steps": [...]} (rates in frames/s)."""
+    steps = []
+    ndr = _search("ndr", 0.0, None, None, max_rate, min_rate, precision_pct, run_trial, steps)
+    lo, hi = bounds(steps, pdr_pct)  # never both None: NDR ran at least one trial
+    pdr = _search("pdr", pdr_pct, lo, hi, max_rate, min_rate, precision_pct, run_trial, steps)
+    return {"ndr": ndr, "pdr": max(pdr, ndr), "steps": steps}
+
+
+class SimulatedSink:
+    """A sink that forwards at most `limit` frames/s and loses the rest,
+    plus `noise` frames lost per trial above `noise_from` (for tests): the
+    search must find the limit without a VM."""
+
+    def __init__(self, limit, trial_s=1.0, noise=0, noise_from=None):
+        self.limit, self.trial_s, self.noise, self.noise_from = limit, trial_s, noise, noise_from
+        self.trials = 0
+
+    def __call__(self, rate):
+        self.trials += 1
+        sent = int(rate * self.trial_s)
+        got = min(sent, int(self.limit * self.trial_s))
+        if self.noise and self.noise_from is not None and rate >= self.noise_from:
+            got = max(0, got - self.noise)
+        return {"sent": sent, "received": got}
+
+
+# ---- the run kind ----
+
+def frame_bits(size):
+    """Bits of one frame as the rates count them (RFC 2544 sizes, the FCS
+    included; imix: the 7:4:1 mean)."""
+    return (sum([64] * 7 + [570] * 4 + [1518]) / 12.0 if size == "imix" else float(size)) * 8
+
+
+def guest_trial(boot, number, timeout=5.0):
+    """The guest's PKT_TRIAL line for trial `number` (apps/pkt.c), or None
+    when it never came (the marker lost on the way)."""
+    pat = re.compile(r'^PKT_TRIAL (\{"trial":%d,.*\})$' % number)
+    item = boot.proc.wait_line(lambda l: bool(pat.match(l)), timeout)
+    return json.loads(pat.match(item[2]).group(1)) if item else None
+
+
+def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log):
+    """One trial: pktpeer.py swap in the backend's namespace, its trial
+    marker, and the guest's own count of the trial."""
+    n = max(1, int(rate * trial_s))
+    number = len(log)
+    argv = backend.wrap([sys.executable, PKTPEER, "swap", backend.tap, mac, str(n), str(rate), mode, "1",
+                         str(size), str(number)])
+    r = procs.run(argv, timeout=trial_s * 4 + 60, check=False)
+    lines = (r.stdout or "").strip().splitlines()
+    if r.returncode or not lines:
+        raise BenchError(f"pktpeer swap failed ({r.returncode}): {(r.stdout or '')[-300:]} {(r.stderr or '')[-300:]}")
+    res = json.loads(lines[-1])
+    log.append(res)
+    back = res["back"]
+    # What the generator really offered: a Python socket falls behind
+    # well below what a rate asks at some point, and then a passing trial
+    # says nothing about the rate asked.
+    offered = res["sent"] / res["send_s"] if res["send_s"] > 0 else 0.0
+    t = {"sent": res["sent"], "received": back["frames"], "tap_tx_dropped": res["tap_tx_dropped"],
+         "peer_sock_drops": back.get("sock_drops", back.get("udp_rcvbuf_errors", 0)),
+         "send_s": res["send_s"], "offered_pps": round(offered, 1),
+         "generator_limited": offered < GENERATOR_SLACK * rate}
+    # Loss at both ends, this trial alone: into the guest (sent = what it
+    # received + the tap's drops) and out of it (what it forwarded = what
+    # came back + the peer socket's drops).
+    g = guest_trial(boot, number)
+    if g:
+        t.update(guest_received=g["seq_frames"], guest_forwarded=g["frames"], guest_seq_gaps=g["seq_gaps"],
+                 guest_other=g["rx_other"], guest_pend=g["pend"])
+        t["closes"] = (t["sent"] == g["seq_frames"] + t["tap_tx_dropped"] and
+                       g["frames"] + g["pend"] == t["received"] + t["peer_sock_drops"])
+    else:
+        t.update(guest_received=None, closes=None)  # the marker never reached the guest
+    return t
+
+
+def execute_run(run, m, guest, logdir, row):
+    """The search on one column; fills row (runs.execute's) and returns it."""
+    import runs  # runs imports this module
+
+    name, opts = m.backend_opts(run.backend)
+    import backends
+
+    backend = backends.make(name, run.backend, opts, m.pin.get("backend", ""))
+    reason = guest.supports(run.test, backend)
+    if reason:
+        row.update(status="skipped", error=reason, wall_s=0.0)
+        return row
+    p = run.params
+    boot = None
+    t0 = time.monotonic()
+    log = os.path.join(logdir, f"run-{run.index:04d}.log")
+    row["log"] = os.path.relpath(log, os.path.dirname(logdir))
+    peer_log = []
+    try:
+        backend.setup(logdir)
+        backend.tap = backends.TAP
+        boot, cmdline = guest.start(run, backend, m.run_timeout)
+        row["cmdline"] = cmdline
+        item = boot.proc.wait_line(lambda l: l.startswith("pkt: ") or l.startswith("ERROR {"), 90)
+        if not item or item[2].startswith("ERROR"):
+            raise BenchError(f"guest not ready for the search; console tail:\n{boot.proc.tail()}")
+        mac = next((mm.group(1) for l in boot.proc.text("out")
+                    for mm in [re.match(r"^virtio-net: mac=(\S+) ", l)] if mm), None)
+        found = search(lambda rate: peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"],
+                                               peer_log),
+                       p["max_rate"], p["pdr"], p["precision"])
+        kind, obj, _ = boot.wait_result(p["trial"] + 30)
+        st = boot.proc.wait(15)
+        row["accel"] = boot.accel()
+        row["cpu_model"] = boot.cpu_model()
+        if kind != "RESULT":
+            raise BenchError(f"no RESULT from the guest after the search ({kind}):\n{boot.proc.tail()}")
+        if st != 0 or runs.exit_line(boot.proc.text("out")) != 0:
+            raise BenchError(f"the guest ended with status {st}:\n{boot.proc.tail()}")
+        bits = frame_bits(p["size"])
+        steps = found["steps"]
+        row.update(ndr_pps=found["ndr"], pdr_pps=found["pdr"], ndr_mbps=round(found["ndr"] * bits / 1e6, 3),
+                   pdr_mbps=round(found["pdr"] * bits / 1e6, 3), ndr_trials=len(steps), ndr_steps=steps)
+        # A figure whose trial the generator could not offer in time is a
+        # floor of the guest's limit, not the limit: said in the row.
+        row["ndr_generator_limited"] = any(
+            s["generator_limited"] for s in steps if s["pass"] and s["rate"] in (found["ndr"], found["pdr"]))
+        row["ndr_max_offered_pps"] = max(s["offered_pps"] for s in steps)
+        # Both ends: what the peer sent must be what the guest received
+        # plus the tap's drops, what the guest forwarded must be what came
+        # back plus what the peer's socket dropped.
+        sent = sum(s["sent"] for s in steps)
+        back = sum(s["received"] for s in steps)
+        tap_drops = sum(s["tap_tx_dropped"] for s in steps)
+        sock_drops = sum(s["peer_sock_drops"] for s in steps)
+        check = {"peer_sent": sent, "tap_dropped": tap_drops, "guest_received": obj.get("seq_frames"),
+                 "guest_forwarded": obj.get("frames"), "guest_counted": (obj.get("rx_other") or 0) + (obj.get("fwd_unsent") or 0),
+                 "peer_back": back, "peer_sock_drops": sock_drops}
+        check["closes"] = (sent == (obj.get("seq_frames") or 0) + tap_drops and
+                           obj.get("frames") == back + sock_drops)
+        check["trials_closed"] = sum(1 for s in steps if s.get("closes"))
+        check["trials_unmarked"] = sum(1 for s in steps if s.get("closes") is None)
+        row["ndr_check"] = check
+        for k in ("variant", "accel", "backend"):
+            if k in obj:
+                row["guest_" + k] = obj[k]
+        row["status"] = "ok"
+    except BenchError as e:
+        row["error"] = str(e).splitlines()[0][:300]
+        row["error_detail"] = str(e)
+    finally:
+        if boot:
+            boot.stop()
+        bproc = backend.proc
+        backend.teardown()
+        row["wall_s"] = round(time.monotonic() - t0, 2)
+        try:
+            runs.write_log(log, boot, None, bproc)
+            with open(log, "a") as f:
+                for r in peer_log:
+                    f.write("pktpeer " + json.dumps(r) + "\n")
+        except OSError:
+            pass
+    return row
+
+
+def rfc2544_table(rows, columns):
+    """report.md lines: frame size x column, NDR and PDR in Mpps and
+    Gbit/s (medians over repetitions), per backend."""
+    out = []
+    ok = [r for r in rows if r.get("test") == "ndr" and r.get("status") == "ok"]
+    if not ok:
+        return out
+    for backend in sorted({r["backend"] for r in ok}):
+        sel = [r for r in ok if r["backend"] == backend]
+        out += [f"### RFC 2544 throughput ({backend}; mode {sel[0].get('mode')}, trial {sel[0].get('trial')} s, "
+                f"PDR <= {sel[0].get('pdr')} % loss)", "",
+                "NDR / PDR per frame size (RFC 2544 sizes, the FCS included; Gbit/s of those frame bytes): "
+                "Mpps, Gbit/s; median of the repetitions, n = repetitions, trials = search steps of one run; "
+                "generator-limited: the host peer could not offer that rate in time, the figure is a floor", ""]
+        cols = [c for c in columns if any(r["column"] == c for r in sel)]
+        out.append("| frame size | " + " | ".join(cols) + " |")
+        out.append("|---|" + "---|" * len(cols))
+        sizes = sorted({str(r["size"]) for r in sel}, key=lambda s: (s == "imix", int(s) if s.isdigit() else 0))
+        for z in sizes:
+            cells = []
+            for c in cols:
+                rs = [r for r in sel if r["column"] == c and str(r["size"]) == z]
+                if not rs:
+                    cells.append("-")
+                    continue
+
+                def med(k):
+                    v = sorted(r[k] for r in rs)
+                    return v[len(v) // 2]
+
+                cells.append(f"NDR {med('ndr_pps') / 1e6:.4f} Mpps {med('ndr_mbps') / 1e3:.4f} Gbit/s, "
+                             f"PDR {med('pdr_pps') / 1e6:.4f} Mpps {med('pdr_mbps') / 1e3:.4f} Gbit/s "
+                             f"(n={len(rs)}, trials {rs[0]['ndr_trials']}"
+                             f"{'' if all(r['ndr_check']['closes'] for r in rs) else ', counts do not close'}"
+                             f"{', generator-limited' if any(r.get('ndr_generator_limited') for r in rs) else ''})")
+            out.append(f"| {z} | " + " | ".join(cells) + " |")
+        out.append("")
+    return out

@@ -1,0 +1,141 @@
+"""The NDR/PDR search (host/bench/ndr.py) against a simulated rate-limited
+sink, pure Python: it finds a known limit within its precision, records
+every step, reuses the NDR trials for PDR, and the report's RFC 2544 table
+shows the figures; host/bench/matrices/ndr.txt expands to one run per
+frame size."""
+
+import os
+import sys
+
+from lib import TOP, Fail
+
+sys.path.insert(0, os.path.join(TOP, "host", "bench"))
+
+import ndr  # noqa: E402
+
+
+def test_ndr_search_finds_a_known_limit(t):
+    for limit in (777, 12345, 250000, 999999):
+        for precision in (5.0, 1.0):
+            sink = ndr.SimulatedSink(limit)
+            r = ndr.search(sink, 1000000, pdr_pct=0.5, precision_pct=precision)
+            if not limit * (1 - precision / 100) - 1 <= r["ndr"] <= limit:
+                raise Fail(f"limit {limit}, precision {precision} %: NDR {r['ndr']} is not within "
+                           f"[{limit * (1 - precision / 100):.0f}, {limit}]")
+            # PDR may lose 0.5 %: at most limit / 0.995 frames/s offered.
+            if not r["ndr"] <= r["pdr"] <= limit / 0.995 + 1:
+                raise Fail(f"limit {limit}: PDR {r['pdr']} not in [NDR {r['ndr']}, {limit / 0.995:.0f}]")
+            if len(r["steps"]) != sink.trials or len(r["steps"]) > 40:
+                raise Fail(f"limit {limit}: {len(r['steps'])} steps recorded for {sink.trials} trials")
+
+
+def test_ndr_search_steps_and_pdr_reuse(t):
+    sink = ndr.SimulatedSink(12345)
+    r = ndr.search(sink, 100000, pdr_pct=0.5, precision_pct=1.0)
+    goals = [s["goal"] for s in r["steps"]]
+    if goals != sorted(goals) or "ndr" not in goals:
+        raise Fail(f"NDR steps first, then PDR: {goals}")
+    for s in r["steps"]:
+        for k in ("goal", "rate", "sent", "received", "loss", "loss_pct", "pass"):
+            if k not in s:
+                raise Fail(f"step without {k}: {s}")
+        if s["pass"] != ndr.passes(s, 0.0 if s["goal"] == "ndr" else 0.5):
+            raise Fail(f"step's verdict wrong for its goal: {s}")
+    # PDR starts from the NDR trials' bounds: it bisects, never from max_rate again.
+    pdr_rates = [s["rate"] for s in r["steps"] if s["goal"] == "pdr"]
+    if 100000 in pdr_rates or len(pdr_rates) > 4:
+        raise Fail(f"PDR did not reuse the NDR trials: {pdr_rates}")
+    # A sink that passes everything: one trial, at the first rate.
+    r = ndr.search(ndr.SimulatedSink(10 ** 9), 5000)
+    if (r["ndr"], r["pdr"], len(r["steps"])) != (5000, 5000, 1):
+        raise Fail(f"an unlimited sink: expected NDR = PDR = 5000 in one trial, got {r}")
+    # A sink that passes nothing: 0, bounded.
+    r = ndr.search(ndr.SimulatedSink(0), 5000)
+    if r["ndr"] != 0 or r["pdr"] != 0 or len(r["steps"]) > 20:
+        raise Fail(f"a dead sink: expected 0 in a bounded search, got {r['ndr']}, {r['pdr']}, {len(r['steps'])} steps")
+
+
+def test_ndr_search_loss_below_pdr(t):
+    """A sink that loses a few frames above some rate: NDR stops below it,
+    PDR (0.5 %) goes on to the real limit."""
+    sink = ndr.SimulatedSink(20000, noise=5, noise_from=8000)
+    r = ndr.search(sink, 40000, pdr_pct=0.5, precision_pct=2.0)
+    if not 8000 * 0.98 - 1 <= r["ndr"] < 8000:
+        raise Fail(f"NDR {r['ndr']}: expected just below 8000 (5 frames lost from there)")
+    if not 20000 * 0.98 - 1 <= r["pdr"] <= 20000 / 0.995 + 1:
+        raise Fail(f"PDR {r['pdr']}: expected about 20000")
+    if ndr.passes({"sent": 0, "received": 0}, 0.5):
+        raise Fail("a trial that sent nothing passed")
+
+
+def test_ndr_report_table_and_matrix(t):
+    import matrix
+
+    rows = [{"test": "ndr", "status": "ok", "backend": "tap", "column": "base", "size": z, "mode": "macswap",
+             "trial": 2, "pdr": 0.5, "ndr_pps": p, "pdr_pps": p + 100, "ndr_mbps": p * 512 / 1e6,
+             "pdr_mbps": (p + 100) * 512 / 1e6, "ndr_trials": 7, "ndr_check": {"closes": True}}
+            for z, p in (("64", 15625), ("imix", 9000), ("1518", 5000))]
+    text = "\n".join(ndr.rfc2544_table(rows, ["base"]))
+    for want in ("RFC 2544 throughput (tap; mode macswap", "| 64 | NDR 0.0156 Mpps", "| imix | NDR 0.0090 Mpps"):
+        if want not in text:
+            raise Fail(f"RFC 2544 table lacks {want!r}:\n{text}")
+    if text.index("| 64 |") > text.index("| 1518 |") or text.index("| 1518 |") > text.index("| imix |"):
+        raise Fail(f"rows not in frame-size order:\n{text}")
+    settings, defs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "ndr.txt"))
+    m = matrix.Matrix(settings, defs, lambda v: None, ("vnetlab",))
+    sizes = [r.params["size"] for r in m.runs()]
+    if sizes != ["64", "128", "256", "512", "1024", "1518", "imix"] or m.tests != ["ndr"]:
+        raise Fail(f"matrices/ndr.txt: expected one ndr run per frame size, got {m.tests} {sizes}")
+
+
+def test_ndr_pkt2011_matrix_expands(t):
+    import matrix
+
+    settings, defs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "pkt2011.txt"))
+    m = matrix.Matrix(settings, defs, lambda v: None, ("vnetlab",))
+    runs = m.runs()
+    cols = sorted({r.column for r in runs})
+    want = sorted(f"{r}-{k}" for r in ("base", "v0", "v1", "v2", "v3") for k in ("every", "burst"))
+    if cols != want or sorted({r.test for r in runs}) != ["ndr", "pkt_txonly"] or len(runs) != 60:
+        raise Fail(f"matrices/pkt2011.txt: expected 10 columns x (pkt_txonly, ndr) x 3, got {len(runs)} runs, "
+                   f"{cols}")
+
+
+def test_ndr_harness_runs_on_tap(t):
+    """tests = pkt_txonly ndr through vnetbench on a tap: the rows are ok,
+    the counts close at both ends, report.md has the RFC 2544 table."""
+    import json
+    import subprocess
+    import tempfile
+
+    from lib import Skip
+
+    if os.geteuid() != 0:
+        raise Skip("needs root for the harness's network namespace with a tap")
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "res")
+        r = subprocess.run([sys.executable, os.path.join(TOP, "host", "bench", "vnetbench.py"), "--matrix",
+                            os.path.join(TOP, "host", "bench", "matrices", "ndr.txt"), "--tests", "pkt_txonly,ndr",
+                            "--ndr-sizes", "64", "--pkt-sizes", "64", "--ndr-trial", "1", "--ndr-max-rate", "4000",
+                            "--seconds", "2", "--out", out], cwd=TOP, capture_output=True, text=True, timeout=600)
+        if r.returncode:
+            raise Fail(f"vnetbench exited {r.returncode}:\n{(r.stdout + r.stderr)[-2000:]}")
+        rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+        report = open(os.path.join(out, "report.md")).read()
+    by = {row["test"]: row for row in rows}
+    if sorted(by) != ["ndr", "pkt_txonly"] or any(row["status"] != "ok" for row in rows):
+        raise Fail(f"expected an ok pkt_txonly and an ok ndr row: {[(x['test'], x['status'], x.get('error')) for x in rows]}")
+    tx = by["pkt_txonly"]
+    if tx["frames"] != tx["peer_frames"] + tx["peer_sock_drops"] or not tx["pps"] > 0:
+        raise Fail(f"pkt_txonly: guest sent {tx['frames']}, the peer counted {tx['peer_frames']} + "
+                   f"{tx['peer_sock_drops']} dropped")
+    n = by["ndr"]
+    if not n["ndr_check"]["closes"] or not n["ndr_steps"] or not 0 < n["ndr_pps"] <= 4000:
+        raise Fail(f"ndr row: counts must close and NDR be in (0, 4000]: {n['ndr_check']} ndr {n['ndr_pps']}")
+    # Every trial counted at both ends: the guest's PKT_TRIAL line for its
+    # marker, and the frames add up into and out of the guest.
+    if n["ndr_check"]["trials_closed"] != len(n["ndr_steps"]):
+        raise Fail(f"ndr: {n['ndr_check']['trials_closed']} of {len(n['ndr_steps'])} trials closed at both ends: "
+                   f"{[(s['rate'], s.get('guest_received'), s.get('closes')) for s in n['ndr_steps']]}")
+    if "RFC 2544 throughput (tap; mode macswap" not in report or "| 64 | NDR " not in report:
+        raise Fail("report.md has no RFC 2544 table")

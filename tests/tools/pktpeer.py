@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""tests/tools/pktpeer.py: the host peer of app=pkt (tests/cases/test_pkt.py).
+
+Runs as root inside the test's network namespace, on its tap, with raw
+AF_PACKET sockets (and, for reflect, a plain UDP socket). Frames are the
+appliance's own layout (apps/pkt.h): Ethernet, IPv4, UDP with checksum 0,
+then "VNPK" and a 64-bit big-endian sequence number. Every socket operation
+has a timeout; each subcommand prints one JSON line and exits 0 (1 when it
+could not do what it was asked).
+
+  recv IFACE IDLE MAX      count the frames with a sequence number that
+                           arrive from the guest until IDLE seconds pass
+                           without one (after the first) or MAX seconds in
+                           all; prints frames, seq gaps/reorders, sizes seen
+                           and what the socket itself dropped
+                           (PACKET_STATISTICS). Prints "listening" first.
+  send IFACE DMAC N RATE [SKIP]   N frames at RATE per second (0: as fast
+                           as possible), sequence 0, 1, ... with the number
+                           SKIP left out (an injected drop); prints sent and
+                           the tap's tx_dropped over the run (frames the
+                           backend never took)
+  swap IFACE DMAC N RATE MODE [WAIT] [SIZE] [TRIAL]   send as `send` and count
+                           what comes back: MODE macswap on the raw socket
+                           (the returned frame's destination is our MAC),
+                           MODE reflect on a UDP socket bound to the source
+                           address and port the frames carry (the host stack
+                           receives it); waits WAIT seconds (2) after the
+                           last frame sent; SIZE the frame size (64, RFC
+                           2544's: FCS included) or imix (the 7:4:1 cycle);
+                           then, given TRIAL, a trial marker with that
+                           number (the guest prints its PKT_TRIAL line);
+                           host/bench/ndr.py runs one trial with it
+"""
+
+import json
+import os
+import select
+import socket
+import struct
+import sys
+import time
+
+ETH_P_ALL = 0x0003
+PACKET_STATISTICS = 6
+PACKET_OUTGOING = 4
+SOL_PACKET = 263  # linux/socket.h (Python exposes no name for it)
+HOST_IP, GUEST_IP = "10.77.0.1", "10.77.0.2"
+SPORT, DPORT = 40000, 9
+MAGIC = b"VNPK"
+MARKER = b"VNPT"
+FCS = 4  # frame sizes are RFC 2544's (apps/pkt.h): counted, never sent
+IMIX = (64, 570, 64, 64, 570, 64, 1518, 64, 570, 64, 570, 64)  # apps/pkt_frame.c pkt_imix
+
+
+def out(**kw):
+    print(json.dumps(kw), flush=True)
+
+
+def mac_bytes(s):
+    return bytes(int(x, 16) for x in s.split(":"))
+
+
+def if_mac(iface):
+    with open(f"/sys/class/net/{iface}/address") as f:
+        return mac_bytes(f.read().strip())
+
+
+def if_stat(iface, name):
+    with open(f"/sys/class/net/{iface}/statistics/{name}") as f:
+        return int(f.read())
+
+
+def ip_csum(h):
+    s = sum(struct.unpack("!10H", h))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def frame(dmac, smac, seq, size=64, magic=MAGIC):
+    """The appliance's generator frame (apps/pkt_frame.c pkt_frame_build) of
+    RFC 2544 size `size`: size - 4 bytes, the FCS is the wire's. With magic
+    MARKER and seq the trial's number it is a trial marker (apps/pkt.h)."""
+    size -= FCS
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, size - 14, 0, 0x4000, 64, 17, 0,
+                     socket.inet_aton(HOST_IP), socket.inet_aton(GUEST_IP))
+    ip = ip[:10] + struct.pack("!H", ip_csum(ip)) + ip[12:]
+    udp = struct.pack("!HHHH", SPORT, DPORT, size - 34, 0)
+    payload = magic + struct.pack("!Q", seq)
+    f = dmac + smac + b"\x08\x00" + ip + udp + payload
+    return f + bytes(size - len(f))
+
+
+def seq_of(f):
+    if len(f) < 54 or f[12:14] != b"\x08\x00" or f[23] != 17 or f[42:46] != MAGIC:
+        return None
+    return struct.unpack("!Q", f[46:54])[0]
+
+
+class SeqCount:
+    def __init__(self):
+        self.next = self.frames = self.gaps = self.reorder = 0
+        self.sizes = {}
+
+    def add(self, seq, size):
+        self.frames += 1
+        self.sizes[size] = self.sizes.get(size, 0) + 1
+        if seq >= self.next:
+            self.gaps += seq - self.next
+            self.next = seq + 1
+        else:
+            self.reorder += 1
+
+    def report(self):
+        return {"frames": self.frames, "seq_gaps": self.gaps, "seq_reorder": self.reorder,
+                "last_seq": self.next - 1, "sizes": {str(k): v for k, v in sorted(self.sizes.items())}}
+
+
+def raw_socket(iface):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    s.bind((iface, ETH_P_ALL))
+    return s
+
+
+def sock_drops(s):
+    """Frames the kernel dropped for this packet socket (its buffer was full)."""
+    _, drops = struct.unpack("II", s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+    return drops
+
+
+def drain(s, count, accept, idle, deadline, hdr=0):
+    """Read frames into count until idle seconds pass with none accepted
+    (after the first) or the deadline; returns when it stopped. hdr: the
+    header bytes the socket does not return (a UDP socket's 42)."""
+    last = None
+    while True:
+        now = time.monotonic()
+        if now >= deadline or (last is not None and now - last >= idle):
+            return
+        r, _, _ = select.select([s], [], [], min(0.1, deadline - now))
+        if not r:
+            continue
+        data, addr = s.recvfrom(65536)
+        seq = accept(data, addr)
+        if seq is not None:
+            count.add(seq, hdr + len(data) + FCS)
+            last = time.monotonic()
+
+
+def cmd_recv(iface, idle, maxs):
+    s = raw_socket(iface)
+    count = SeqCount()
+    sock_drops(s)  # reading resets the counter: count from here
+    print("listening", flush=True)
+
+    def accept(data, addr):
+        return None if addr[2] == PACKET_OUTGOING else seq_of(data)
+
+    drain(s, count, accept, float(idle), time.monotonic() + float(maxs))
+    out(**count.report(), sock_drops=sock_drops(s))
+    return 0
+
+
+def pace(i, t0, rate):
+    if rate:
+        delay = t0 + i / rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
+
+def send_frames(s, iface, dmac, n, rate, skip, on_idle=None, size="64"):
+    smac = if_mac(iface)
+    sizes = IMIX if size == "imix" else (int(size),)
+    dropped0 = if_stat(iface, "tx_dropped")
+    sent, seq, t0 = 0, 0, time.monotonic()
+    while sent < n:
+        if seq == skip:
+            seq += 1
+            continue
+        pace(sent, t0, rate)
+        try:
+            s.send(frame(dmac, smac, seq, sizes[seq % len(sizes)]))
+        except BlockingIOError:
+            time.sleep(0.0005)
+            continue
+        sent += 1
+        seq += 1
+        if on_idle:
+            on_idle()
+    return {"sent": sent, "tap_tx_dropped": if_stat(iface, "tx_dropped") - dropped0,
+            "send_s": round(time.monotonic() - t0, 3)}
+
+
+def cmd_send(iface, dmac, n, rate, skip=-1):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    s.settimeout(5)
+    out(**send_frames(s, iface, mac_bytes(dmac), int(n), float(rate), int(skip)))
+    return 0
+
+
+def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None):
+    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    tx.bind((iface, 0))
+    tx.settimeout(5)
+    count = SeqCount()
+    mine = if_mac(iface)
+    hdr = 0
+    if mode == "macswap":
+        rx = raw_socket(iface)
+        sock_drops(rx)
+
+        def accept(data, addr):
+            if addr[2] == PACKET_OUTGOING or data[:6] != mine:
+                return None
+            return seq_of(data)
+    elif mode == "reflect":
+        rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        rx.bind((HOST_IP, SPORT))
+        hdr = 42  # Ethernet, IPv4, UDP: the socket returns the payload
+
+        def accept(data, addr):
+            if addr != (GUEST_IP, DPORT) or data[:4] != MAGIC:
+                return None
+            return struct.unpack("!Q", data[4:12])[0]
+    else:
+        out(error=f"unknown mode {mode}")
+        return 1
+    rx.setblocking(False)
+
+    def poll_rx():
+        while True:
+            try:
+                data, addr = rx.recvfrom(65536)
+            except BlockingIOError:
+                return
+            seq = accept(data, addr)
+            if seq is not None:
+                count.add(seq, hdr + len(data) + FCS)
+
+    res = send_frames(tx, iface, mac_bytes(dmac), int(n), float(rate), -1, poll_rx, size)
+    rx.setblocking(True)
+    drain(rx, count, accept, float(wait), time.monotonic() + 30, hdr)
+    if count.frames == 0:
+        poll_rx()
+    if trial is not None:
+        # After everything came back: the guest prints what it counted.
+        tx.send(frame(mac_bytes(dmac), mine, int(trial), 64, MARKER))
+    rep = count.report()
+    if mode == "macswap":
+        rep["sock_drops"] = sock_drops(rx)
+    else:
+        with open("/proc/net/snmp") as f:
+            rows = [l.split() for l in f if l.startswith("Udp:")]
+        udp = dict(zip(rows[0][1:], map(int, rows[1][1:])))
+        rep["udp_rcvbuf_errors"] = udp.get("RcvbufErrors", 0)
+    out(**res, back=rep)
+    return 0
+
+
+def main(argv):
+    cmds = {"recv": cmd_recv, "send": cmd_send, "swap": cmd_swap}
+    if len(argv) < 2 or argv[1] not in cmds:
+        print(__doc__, file=sys.stderr)
+        return 2
+    try:
+        return cmds[argv[1]](*argv[2:])
+    except (OSError, ValueError, TypeError) as e:
+        out(error=f"{type(e).__name__}: {e}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
