@@ -157,10 +157,11 @@ kvm_pick() {
 if [ "$accel" = auto ] && ! grep -qE '\b(vmx|svm)\b' /proc/cpuinfo; then
 	# No hardware virtualisation: any /dev/kvm is a software one (this
 	# machine kind's kvm_pvm). Its native mode is taken only when asked
-	# (--accel kvm, make run ACCEL=kvm): measured there, every kick and
-	# console byte is a nested exit and TCG's RR and STREAM figures are
-	# the better ones (docs/results/kvm.md), so auto keeps TCG.
-	kvm_why="no vmx/svm in /proc/cpuinfo (a software KVM, slower than TCG for this appliance, is used only with --accel kvm)"
+	# (--accel kvm, make run ACCEL=kvm): measured there, bulk data moves
+	# 2-4x faster natively but every kick is a nested exit (RR slower than
+	# TCG) and figures collapse on a loaded host (docs/results/kvm.md), so
+	# auto keeps TCG.
+	kvm_why="no vmx/svm in /proc/cpuinfo (a software KVM is used only with --accel kvm: docs/kvm.md)"
 	accel=tcg
 elif [ "$accel" = auto ] || [ "$accel" = kvm ]; then
 	if [ -n "$image" ]; then

@@ -213,6 +213,13 @@ class Guest:
             if rx.search(l):
                 raise Fail(f"{self.name}: unexpected console line: {l!r}")
 
+    def expect_usage_error(self, msg):
+        """A command-line error: the cmdline ERROR line matching msg (a
+        regex), no ready line, exit status 2."""
+        self.expect(r'^ERROR \{"where":"cmdline","msg":"' + msg)
+        self.expect_not(r"^vnetlab ready")
+        self.expect_status(2)
+
     def expect_status(self, status):
         if self.status != status:
             raise Fail(f"{self.name}: expected exit status {status}, got {self.status}")

@@ -194,15 +194,11 @@ def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log):
 
 def execute_run(run, m, guest, logdir, row):
     """The search on one column; fills row (runs.execute's) and returns it."""
+    import backends
     import runs  # runs imports this module
 
-    name, opts = m.backend_opts(run.backend)
-    import backends
-
-    backend = backends.make(name, run.backend, opts, m.pin.get("backend", ""))
-    reason = guest.supports(run.test, backend)
-    if reason:
-        row.update(status="skipped", error=reason, wall_s=0.0)
+    backend = runs.backend_for(run, m, guest, row)
+    if backend is None:
         return row
     p = run.params
     boot = None

@@ -183,6 +183,18 @@ def write_log(path, boot, peer, backend_proc):
                 f.write(f"{t - p.t0:9.3f} {s} {l}\n")
 
 
+def backend_for(run, m, guest, row):
+    """The run's backend, or None with row marked skipped when the guest
+    cannot run this test on it (ndr.py uses it too)."""
+    name, opts = m.backend_opts(run.backend)
+    backend = backends.make(name, run.backend, opts, m.pin.get("backend", ""))
+    reason = guest.supports(run.test, backend)
+    if reason:
+        row.update(status="skipped", error=reason, wall_s=0.0)
+        return None
+    return backend
+
+
 def execute(run, m, guest, logdir):
     """Run one configuration; always returns a row, never leaves anything
     running. The run kinds: one guest against host peers (below), a guest
@@ -197,11 +209,8 @@ def execute(run, m, guest, logdir):
         import ndr  # ndr imports this module
 
         return ndr.execute_run(run, m, guest, logdir, row)
-    name, opts = m.backend_opts(run.backend)
-    backend = backends.make(name, run.backend, opts, m.pin.get("backend", ""))
-    reason = guest.supports(run.test, backend)
-    if reason:
-        row.update(status="skipped", error=reason, wall_s=0.0)
+    backend = backend_for(run, m, guest, row)
+    if backend is None:
         return row
     peer = peers.for_test(run.test, roles(m), backend, run.params, m.pin.get("peer", ""), m.warmup)
     serves = guest_serves(run.test, m)

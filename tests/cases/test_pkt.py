@@ -147,9 +147,7 @@ def test_pkt_bad_keys(t):
         ("pkt.bogus=1", r"unknown key 'pkt.bogus'"),
     ):
         g = t.boot(append=f"app=pkt {args}", timeout=30)
-        g.expect(r'^ERROR \{"where":"cmdline","msg":"' + msg)
-        g.expect_not(r"^vnetlab ready")
-        g.expect_status(2)
+        g.expect_usage_error(msg)
 
 
 def test_pkt_guest_pair_over_a_bridge(t):
