@@ -99,6 +99,11 @@ $(O)/obj/%.o: %.c | $(DEPS_STAMP)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
+# On a fresh clone the lwIP sources appear only when host/deps.sh has
+# run: this says so, else make rejects the rule below for a missing
+# prerequisite before the order-only stamp could fetch it.
+$(LWIP)/src/%.c: | $(DEPS_STAMP) ;
+
 $(O)/obj/lwip/%.o: $(LWIP)/src/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      lwip/$*.c")

@@ -96,6 +96,25 @@ def test_docs_make_lines_accepted(t):
     print(f"    {len(seen)} documented make lines accepted by make -n")
 
 
+def test_fresh_clone_make_run_plans_the_fetch_first(t):
+    """README's quick start on a fresh clone: `make run` with no deps/ yet
+    must plan host/deps.sh and then the lwIP objects, not stop with "No
+    rule to make target ..." (it did, before the lwIP sources had a rule
+    saying the fetch makes them). Dry run against an empty DEPS and O."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        r = subprocess.run(["make", "-n", "run", f"DEPS={d}/deps", f"O={d}/build"], cwd=TOP,
+                           capture_output=True, text=True, timeout=120)
+        out = r.stdout + r.stderr
+        if r.returncode != 0 or "No rule to make target" in out:
+            raise Fail(f"make -n run without deps/: status {r.returncode}: {out[-400:]}")
+        fetch = out.find("bash host/deps.sh")
+        lwip = out.find(f"{d}/deps/lwip/src/core/def.c")
+        if fetch < 0 or lwip < 0 or lwip < fetch:
+            raise Fail("make -n run without deps/ must run host/deps.sh before compiling lwIP: "
+                       f"fetch at {fetch}, lwIP at {lwip}")
+
+
 def test_docs_cheap_boots_run_as_written(t):
     ran = []
     for d, cmd in commands():
