@@ -28,28 +28,31 @@ int halt_init(char *err, size_t errlen)
 	return 0;
 }
 
+/* Arm the timer, halt once with interrupts on, disarm. Where interrupts
+ * come in only inside a window (kvm_pvm native: pvm.c) the window is
+ * opened first, and busy(arg), the caller's last look for work, is asked
+ * in it: what arrived since the caller armed is seen there, what arrives
+ * from then on interrupts the halt. False: busy, no halt. */
+static bool halt_once(uint64_t deadline_ns, bool (*busy)(void *), void *arg)
+{
+	apic_timer_arm(deadline_ns);
+	bool opened = pvm_irq_window_open();
+	bool halt = !(opened && busy && busy(arg));
+	if (halt)
+		cpu_sti_hlt_cli();
+	if (opened)
+		pvm_irq_window_close();
+	apic_timer_cancel();
+	return halt;
+}
+
 uint64_t halt_until_idle(uint64_t deadline_ns, bool (*busy)(void *), void *arg)
 {
 	uint64_t fired = irq_count(timer_vec);
 	uint64_t t0 = clock_ns();
 
-	if (deadline_ns <= t0)
+	if (deadline_ns <= t0 || !halt_once(deadline_ns, busy, arg))
 		return 0;
-	apic_timer_arm(deadline_ns);
-	bool opened = pvm_irq_window_open();
-	/* Where interrupts raised before the window may stay latched
-	 * (kvm_pvm native: pvm.c), the caller's last look for work comes
-	 * after it opened: what arrived since the caller armed is seen here,
-	 * what arrives from now on interrupts the halt. */
-	if (opened && busy && busy(arg)) {
-		pvm_irq_window_close();
-		apic_timer_cancel();
-		return 0;
-	}
-	cpu_sti_hlt_cli();
-	if (opened)
-		pvm_irq_window_close();
-	apic_timer_cancel();
 	uint64_t dt = clock_ns() - t0;
 	st.halts++;
 	st.halted_ns += dt;
@@ -77,14 +80,8 @@ void halt_let_pending_in(void)
 	/* kvm_pvm injects interrupts into an emulated vCPU only where it
 	 * stops emulating (a halt), not after `sti; nop` (pvm.c): there a
 	 * latched interrupt comes in through a short halt. */
-	if (pvm_irq_needs_halt()) {
-		apic_timer_arm(clock_ns() + LET_IN_HALT_NS);
-		bool opened = pvm_irq_window_open();
-		cpu_sti_hlt_cli();
-		if (opened)
-			pvm_irq_window_close();
-		apic_timer_cancel();
-		return;
-	}
-	cpu_sti_nop_cli();
+	if (pvm_irq_needs_halt())
+		halt_once(clock_ns() + LET_IN_HALT_NS, NULL, NULL);
+	else
+		cpu_sti_nop_cli();
 }

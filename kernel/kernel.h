@@ -61,8 +61,9 @@ void pvm_configure(void);   /* claims pvm=auto|off */
 const char *pvm_mode(void); /* "native", "emulated" or "none" (not kvm_pvm) */
 uint64_t pvm_tsc_khz(void); /* the hypervisor's TSC kHz; 0 if none */
 /* Around the only places interrupts are enabled (halt.c): a native vCPU
- * is given no interrupts, so it runs emulated in between. No-ops unless
- * native; open says whether it opened (false: not native, or open). */
+ * is given no interrupts, so it runs emulated in between. open does
+ * nothing and returns false unless native; close follows an open that
+ * returned true. */
 bool pvm_irq_window_open(void);
 void pvm_irq_window_close(void);
 bool pvm_irq_needs_halt(void); /* interrupts come in only at a halt */

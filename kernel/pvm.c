@@ -78,23 +78,17 @@ void pvm_init(bool tables_user, const char *raw_cmdline)
 		enter_native();
 }
 
-static bool window; /* unregistered for an interrupt window */
-
 bool pvm_irq_window_open(void)
 {
-	if (!native || window)
+	if (!native)
 		return false;
 	wrmsr(MSR_PVM_ENABLE, 0);
-	window = true;
 	return true;
 }
 
 void pvm_irq_window_close(void)
 {
-	if (window) {
-		wrmsr(MSR_PVM_ENABLE, (uintptr_t)shared_page);
-		window = false;
-	}
+	wrmsr(MSR_PVM_ENABLE, (uintptr_t)shared_page);
 }
 
 bool pvm_apic_extras_ok(void)

@@ -40,9 +40,12 @@ def test_kvm_refused_with_the_reason_where_absent(t):
         raise Fail(f"auto without KVM must boot TCG with kvm_mode=none: {g.banner()}")
 
 
-def kvm_boot(append):
-    r = subprocess.run([QEMU_RUN, "--accel", "kvm", "--append", append, "--timeout", "60"],
-                       capture_output=True, text=True, timeout=120)
+def kvm_boot(append, r=None):
+    """Boot append under --accel kvm (or parse the finished boot r): r, the
+    banner's kvm_mode and tsc_cal, and boot_us."""
+    if r is None:
+        r = subprocess.run([QEMU_RUN, "--accel", "kvm", "--append", append, "--timeout", "60"],
+                           capture_output=True, text=True, timeout=120)
     m = re.search(r"^vnetlab boot=pvh accel=(\w+) kvm_mode=(\w+) .*tsc_cal=(\w+)", r.stdout, re.M)
     ready = re.search(r"^vnetlab ready boot_us=(\d+)", r.stdout, re.M)
     if r.returncode != 0 or not m or not ready or m.group(1) != "kvm":
@@ -61,7 +64,7 @@ def test_kvm_boot(t):
     said = re.search(r"qemu-run: accel=kvm(?: kvm_mode=(\w+))? cpu=(\S+)", r.stderr)
     if not said:
         raise Fail(f"qemu-run.sh did not say which KVM CPU model it chose: {r.stderr[-300:]}")
-    r, mode, cal, boot_us = kvm_boot("app=none")
+    r, mode, cal, boot_us = kvm_boot("app=none", r)  # kvm_or_skip()'s boot
     if mode == "emulated":
         raise Fail("kvm_pvm present but the guest stayed emulated (kvm_mode=emulated) without pvm=off")
     line = f"    KVM: cpu={said.group(2)} kvm_mode={mode} tsc_cal={cal} boot_us={boot_us}"
