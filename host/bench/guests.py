@@ -137,8 +137,8 @@ class Vnetlab:
         """None, or why this test cannot run on this backend."""
         if test == "ping" and backend.name == "user":
             return "slirp does not forward ICMP to the guest: ping needs tap, vhost or vhost-user"
-        if TESTS[test]["kind"] in ("pkt", "ndr") and backend.name not in ("tap", "vhost"):
-            return f"{test}: the host peer is a raw socket on the namespace's kernel tap (tap, vhost)"
+        if TESTS[test]["kind"] in ("pkt", "ndr") and backend.name == "user":
+            return f"{test}: the host peer is a raw socket on the namespace's kernel tap (tap, vhost, vhost-user)"
         return None
 
     def keys(self, run, backend):
@@ -392,8 +392,10 @@ class Linux:
             return "the linux guest only serves (stock iperf -s): use stream.role=server"
         if test == "ping" and backend.name == "user":
             return "slirp does not forward ICMP to the guest: ping needs tap, vhost or vhost-user"
-        if kind in ("pkt", "ndr"):
-            return f"{test}: no packet-level path in the linux guest yet (issue 25's XDP/pktgen column)"
+        if kind in ("pkt", "ndr") and backend.name == "user":
+            return f"{test}: the host peer is a raw socket on the namespace's kernel tap (tap, vhost, vhost-user)"
+        if kind == "ndr" and self.m.ndr_mode != "macswap":
+            return "ndr: the linux guest forwards with XDP_TX (xdp-bench tx, MACs swapped): use ndr.mode=macswap"
         return None
 
     def keys(self, run, backend):
@@ -410,6 +412,17 @@ class Linux:
             k.update({"vnl.app": "stream", "vnl.port": peers.IPERF_PORT})
         elif kind == "memcached":
             k.update({"vnl.app": "memcached", "vnl.port": 11211})
+        elif run.test == "pkt_txonly":
+            # The kernel's pktgen at full speed, as the appliance's txonly.
+            if run.params["size"] == "imix":
+                raise BenchError("pkt_txonly: the linux guest's pktgen sends one frame size (no imix)")
+            k.update({"vnl.app": "pktgen", "vnl.size": run.params["size"], "vnl.burst": run.params["burst"],
+                      "vnl.time": run.params["seconds"]})
+            return k
+        elif kind == "ndr":
+            # XDP_TX for the whole search; ends once eth0 is idle after it.
+            k.update({"vnl.app": "xdp-tx", "vnl.wait": 60, "vnl.idle": 5, "vnl.seconds": self.m.run_timeout})
+            return k
         else:
             k["vnl.app"] = "ping"
         # The host client decides sizes and duration; the guest serves until

@@ -156,9 +156,11 @@ def guest_trial(boot, number, timeout=5.0):
     return json.loads(pat.match(item[2]).group(1)) if item else None
 
 
-def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log):
+def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True):
     """One trial: pktpeer.py swap in the backend's namespace, its trial
-    marker, and the guest's own count of the trial."""
+    marker, and the guest's own count of the trial (marks: the guest
+    prints PKT_TRIAL lines; the linux guest's XDP_TX does not, and its
+    trials are counted by the peer alone)."""
     n = max(1, int(rate * trial_s))
     number = len(log)
     argv = backend.wrap([sys.executable, PKTPEER, "swap", backend.tap, mac, str(n), str(rate), mode, "1",
@@ -181,7 +183,7 @@ def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log):
     # Loss at both ends, this trial alone: into the guest (sent = what it
     # received + the tap's drops) and out of it (what it forwarded = what
     # came back + the peer socket's drops).
-    g = guest_trial(boot, number)
+    g = guest_trial(boot, number) if marks else None
     if g:
         t.update(guest_received=g["seq_frames"], guest_forwarded=g["frames"], guest_seq_gaps=g["seq_gaps"],
                  guest_other=g["rx_other"], guest_pend=g["pend"])
@@ -211,13 +213,17 @@ def execute_run(run, m, guest, logdir, row):
         backend.tap = backends.TAP
         boot, cmdline = guest.start(run, backend, m.run_timeout)
         row["cmdline"] = cmdline
-        item = boot.proc.wait_line(lambda l: l.startswith("pkt: ") or l.startswith("ERROR {"), 90)
+        linux = guest.name == "linux"
+        item = boot.proc.wait_line(lambda l: (l.startswith("pkt: ") or l.startswith("vnetlab-linux listening l2 ") or
+                                              l.startswith("ERROR {")), 90)
         if not item or item[2].startswith("ERROR"):
             raise BenchError(f"guest not ready for the search; console tail:\n{boot.proc.tail()}")
+        # The appliance's driver line, or the linux guest's listening line.
         mac = next((mm.group(1) for l in boot.proc.text("out")
-                    for mm in [re.match(r"^virtio-net: mac=(\S+) ", l)] if mm), None)
+                    for mm in [re.match(r"^(?:virtio-net: mac=|vnetlab-linux listening l2 .* mac=)(\S+)", l)] if mm),
+                   None)
         found = search(lambda rate: peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"],
-                                               peer_log),
+                                               peer_log, marks=not linux),
                        p["max_rate"], p["pdr"], p["precision"])
         kind, obj, _ = boot.wait_result(p["trial"] + 30)
         st = boot.proc.wait(15)
@@ -243,11 +249,23 @@ def execute_run(run, m, guest, logdir, row):
         back = sum(s["received"] for s in steps)
         tap_drops = sum(s["tap_tx_dropped"] for s in steps)
         sock_drops = sum(s["peer_sock_drops"] for s in steps)
-        check = {"peer_sent": sent, "tap_dropped": tap_drops, "guest_received": obj.get("seq_frames"),
-                 "guest_forwarded": obj.get("frames"), "guest_counted": (obj.get("rx_other") or 0) + (obj.get("fwd_unsent") or 0),
-                 "peer_back": back, "peer_sock_drops": sock_drops}
-        check["closes"] = (sent == (obj.get("seq_frames") or 0) + tap_drops and
-                           obj.get("frames") == back + sock_drops)
+        if linux:
+            # eth0's counters over the serving phase: every frame, the
+            # trial markers (one per trial, reflected too) included.
+            marks = len(steps)
+            check = {"peer_sent": sent, "tap_dropped": tap_drops, "markers": marks,
+                     "guest_received": obj.get("rx_frames"), "guest_forwarded": obj.get("tx_frames"),
+                     "guest_dropped": (obj.get("rx_frames") or 0) - (obj.get("tx_frames") or 0),
+                     "peer_back": back, "peer_sock_drops": sock_drops, "counted_by": "eth0 statistics"}
+            check["closes"] = (sent + marks == (obj.get("rx_frames") or 0) + tap_drops and
+                               (obj.get("tx_frames") or 0) == back + marks + sock_drops)
+        else:
+            check = {"peer_sent": sent, "tap_dropped": tap_drops, "guest_received": obj.get("seq_frames"),
+                     "guest_forwarded": obj.get("frames"),
+                     "guest_counted": (obj.get("rx_other") or 0) + (obj.get("fwd_unsent") or 0),
+                     "peer_back": back, "peer_sock_drops": sock_drops}
+            check["closes"] = (sent == (obj.get("seq_frames") or 0) + tap_drops and
+                               obj.get("frames") == back + sock_drops)
         check["trials_closed"] = sum(1 for s in steps if s.get("closes"))
         check["trials_unmarked"] = sum(1 for s in steps if s.get("closes") is None)
         row["ndr_check"] = check

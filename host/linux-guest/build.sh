@@ -6,13 +6,17 @@
 #
 # Fetches with `apt-get download` (this machine's own apt sources, signed
 # index; nothing is installed): the Debian kernel linux-image-amd64 depends
-# on, busybox-static, sockperf, iperf, memcached and the shared libraries they
-# need (libc6, libstdc++6, libgcc-s1; libevent, libsasl2, libssl3 for memcached). Unpacks them with dpkg-deb -x and writes
+# on, busybox-static, sockperf, iperf, memcached, xdp-tools (xdp-bench and
+# libxdp's BPF objects) and the shared libraries they need (libc6,
+# libstdc++6, libgcc-s1; libevent, libsasl2, libssl3 for memcached; libbpf1,
+# libelf1, zlib1g for xdp-bench). Unpacks them with dpkg-deb -x and writes
 #
 #   deps/linux-guest/vmlinuz      the Debian kernel, unmodified
-#   deps/linux-guest/initrd.gz    busybox, sockperf, iperf, memcached, their libraries and
-#                                 ld.so, the virtio-net modules (dependencies
-#                                 first, from their .modinfo), host/linux-guest/init
+#   deps/linux-guest/initrd.gz    busybox, sockperf, iperf, memcached, xdp-bench, their
+#                                 libraries and ld.so, the virtio-net modules
+#                                 (dependencies first, from their .modinfo;
+#                                 loaded at boot) and pktgen (loaded only by
+#                                 vnl.app=pktgen), host/linux-guest/init
 #   deps/linux-guest/manifest     key=value: kernel version, package versions
 #
 # Idempotent: when the package versions apt would fetch and this script, init
@@ -42,9 +46,11 @@ done
 # Modules the NIC needs (with their dependencies), unless the kernel has
 # them built in.
 WANT_MODULES=(virtio_pci virtio_net)
+# Modules init loads only for the app that needs them (list file: name).
+OPT_MODULES=(pktgen:vnl-modules-pktgen)
 # Shared-library packages: the tools' NEEDED entries are looked up in them.
-LIB_PKGS=(libc6 libstdc++6 libgcc-s1 libevent-2.1-7 libsasl2-2 libssl3)
-TOOLS=(usr/bin/sockperf usr/bin/iperf usr/bin/memcached)
+LIB_PKGS=(libc6 libstdc++6 libgcc-s1 libevent-2.1-7 libsasl2-2 libssl3 libbpf1 libelf1 zlib1g)
+TOOLS=(usr/bin/sockperf usr/bin/iperf usr/bin/memcached usr/sbin/xdp-bench)
 
 # ---- what apt would fetch ----
 kernel_pkg() {
@@ -57,7 +63,7 @@ if [ -z "$kpkg" ] && [ "$(id -u)" = 0 ]; then
 	kpkg=$(kernel_pkg)
 fi
 [ -n "$kpkg" ] || die "apt cannot resolve the kernel package of linux-image-amd64 (stale package lists: as root run apt-get update)"
-PKGS=("$kpkg" busybox-static sockperf iperf memcached "${LIB_PKGS[@]}")
+PKGS=("$kpkg" busybox-static sockperf iperf memcached xdp-tools libxdp1 "${LIB_PKGS[@]}")
 
 # One apt-cache call (each costs most of a second): "pkg.NAME=VERSION" lines.
 versions=$(apt-cache show --no-all-versions "${PKGS[@]}" 2>/dev/null |
@@ -98,7 +104,7 @@ M=$P/lib/modules/$kver
 [ -f "$P/boot/vmlinuz-$kver" ] || die "$kpkg has no boot/vmlinuz-$kver"
 
 # ---- the initramfs tree ----
-mkdir -p "$R"/{bin,usr/bin,lib/x86_64-linux-gnu,lib64,etc,proc,sys,dev,tmp,"lib/modules/$kver"}
+mkdir -p "$R"/{bin,usr/bin,usr/sbin,lib/x86_64-linux-gnu,lib64,etc,proc,sys,dev,tmp,"lib/modules/$kver"}
 cp "$P/bin/busybox" "$R/bin/busybox"
 for a in $("$P/bin/busybox" --list); do
 	[ "$a" = busybox ] || ln -sf busybox "$R/bin/$a"
@@ -131,6 +137,9 @@ while [ ${#todo[@]} -gt 0 ]; do
 		todo+=("$R/lib/x86_64-linux-gnu/$lib")
 	done
 done
+# libxdp's BPF objects (xdp-bench attaches through libxdp's dispatcher).
+mkdir -p "$R/usr/lib/x86_64-linux-gnu/bpf"
+cp "$P"/usr/lib/x86_64-linux-gnu/bpf/*.o "$R/usr/lib/x86_64-linux-gnu/bpf/" || die "xdp-tools/libxdp1 carry no BPF objects"
 cp "$(readlink -f "$P/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")" "$R/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
 ln -sf /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$R/lib64/ld-linux-x86-64.so.2"
 
@@ -148,7 +157,8 @@ done < <(find "$M/kernel" -name '*.ko' -o -name '*.ko.xz')
 [ ${#kos[@]} -gt 0 ] || die "no modules found under $M/kernel"
 : >"$R/etc/vnl-modules"
 declare -A placed=()
-place_module() { # module name
+list=vnl-modules
+place_module() { # module name (appended to etc/$list)
 	local name=${1//-/_} rel plain dep
 	[ -n "${placed[$name]:-}" ] && return 0
 	placed[$name]=1
@@ -166,10 +176,15 @@ place_module() { # module name
 	for dep in $(readelf -p .modinfo "$R/lib/modules/$kver/$plain" | sed -n 's/.*\]  *depends=//p' | tr ',' ' '); do
 		place_module "$dep"
 	done
-	echo "$plain" >>"$R/etc/vnl-modules"
+	echo "$plain" >>"$R/etc/$list"
 }
 for m in "${WANT_MODULES[@]}"; do
 	place_module "$m"
+done
+for om in "${OPT_MODULES[@]}"; do
+	list=${om#*:}
+	: >"$R/etc/$list"
+	place_module "${om%%:*}"
 done
 
 # ---- outputs ----

@@ -80,3 +80,88 @@ def test_linux_guest_serves_rr_and_stream(t):
             raise Fail(f"the linux guest must power off (QEMU 0) after its exit line: status {g.status}, {said}")
         print(f"    linux guest (TCG, tap, busypoll): sockperf TCP 64 B RTT p50 {float(m_rtt.group(1)):.1f} us, "
               f"iperf host->guest {float(rates[-1]):.0f} Mbit/s (2 s each, smoke figures only)")
+
+
+def linux_boot(t, ns, settings, keys_edit=None, timeout=120):
+    """The harness's own QEMU command line for the linux guest in one
+    matrix's first run, on this test's namespace tap."""
+    import backends
+    import guests
+    import matrix
+
+    r = subprocess.run([os.path.join(TOP, "host", "linux-guest", "build.sh")], capture_output=True, text=True,
+                       timeout=1200)
+    if r.returncode:
+        raise Fail(f"host/linux-guest/build.sh failed ({r.returncode}): {(r.stdout + r.stderr)[-1200:]}")
+    m = matrix.Matrix({"guests": "linux", "accel": "tcg", "warmup": "0", **settings}, {"default": ""},
+                      lambda v: None, list(guests.KINDS))
+    lin = guests.make("linux", m, lambda s: None)
+    lin.prepare()
+    tap = backends.make("tap", "tap", {})
+    argv, _, _ = lin.argv(m.runs()[0], tap, timeout)
+    argv = [a.replace(f"ifname={backends.TAP}", f"ifname={ns.tap}") for a in argv]
+    g = Guest(ns.exec_argv(argv), timeout, t.name)
+    t.guests.append(g)
+    return g
+
+
+PKTPEER = os.path.join(TOP, "tests", "tools", "pktpeer.py")
+
+
+def test_linux_guest_pktgen_counts_exactly(t):
+    """The linux column of pkt_txonly: the kernel's pktgen (loaded only for
+    it) at full speed; every frame it says it sent left eth0 and reached
+    the host's sink or a counted drop."""
+    with t.netns() as ns:
+        sink = ns.popen([sys.executable, PKTPEER, "recv", ns.tap, "3", "120"], stdout=subprocess.PIPE, text=True)
+        if sink.stdout.readline().strip() != "listening":
+            raise Fail("pktpeer recv did not start")
+        g = linux_boot(t, ns, {"tests": "pkt_txonly", "pkt.sizes": "64", "seconds": "3"})
+        g.wait_line(r"^vnetlab-linux pktgen start size=64 burst=32 seconds=3$", timeout=90)
+        res = json.loads(g.wait_line(r"^RESULT (\{.*\})$", timeout=60).group(1))
+        g.wait()
+        peer = json.loads(sink.communicate(timeout=60)[0].strip().splitlines()[-1])
+        if res.get("app") != "pktgen" or res.get("errors") != 0 or not res.get("pps") or res["frames"] < 1000:
+            raise Fail(f"pktgen RESULT: expected frames, a rate and no errors: {res}")
+        # pktgen's own count is what the driver took; eth0 counted each.
+        if res["tx_frames"] != res["frames"]:
+            raise Fail(f"pktgen says {res['frames']} frames sent, eth0 counted {res['tx_frames']}: {res}")
+        got = peer["unnumbered"] + peer["sock_drops"]
+        if peer["frames"] != peer["unnumbered"] or got != res["frames"]:
+            raise Fail(f"the sink got {peer['unnumbered']} pktgen frames + {peer['sock_drops']} socket drops, "
+                       f"pktgen sent {res['frames']}: {peer}")
+        if g.status != 0:
+            raise Fail(f"the linux guest must power off cleanly after pktgen: status {g.status}")
+        print(f"    linux pktgen (TCG, tap, 64 B, 3 s): {res['pps']} pps by pktgen's count, "
+              f"{peer['sock_drops']} dropped by the Python sink's socket (smoke figures only)")
+
+
+def test_linux_guest_xdp_tx_reflects_and_counts(t):
+    """The linux column of ndr: xdp-bench tx (XDP_TX, MACs swapped) sends
+    every frame back; what the peer sent is what came back plus the drops
+    counted on the way (the tap's, the guest's XDP_TX, the peer socket's)."""
+    with t.netns() as ns:
+        g = linux_boot(t, ns, {"tests": "ndr", "ndr.sizes": "64"})
+        m = g.wait_line(r"^vnetlab-linux listening l2 port=0 app=xdp-tx mac=(\S+)$", timeout=90)
+        mac = m.group(1)
+        r = ns.run([sys.executable, PKTPEER, "swap", ns.tap, mac, "3000", "3000", "macswap", "2", "64"],
+                   timeout=90, capture_output=True, text=True)
+        if r.returncode:
+            raise Fail(f"pktpeer swap failed: {r.stdout[-400:]} {r.stderr[-400:]}")
+        peer = json.loads(r.stdout.strip().splitlines()[-1])
+        res = json.loads(g.wait_line(r"^RESULT (\{.*\})$", timeout=60).group(1))
+        g.wait()
+        back = peer["back"]
+        guest_drops = res["rx_frames"] - res["tx_frames"]
+        if res.get("app") != "xdp-tx" or res.get("end") != "idle":
+            raise Fail(f"xdp-tx RESULT: expected app xdp-tx ending idle: {res}")
+        if (peer["sent"] != res["rx_frames"] + peer["tap_tx_dropped"] or
+                res["tx_frames"] != back["frames"] + back["sock_drops"]):
+            raise Fail(f"counts do not close: peer sent {peer['sent']}, tap dropped {peer['tap_tx_dropped']}, "
+                       f"guest rx {res['rx_frames']} tx {res['tx_frames']}, back {back}")
+        if back["frames"] < 0.9 * peer["sent"] or back["seq_gaps"] != peer["sent"] - back["frames"] - guest_drops - \
+                peer["tap_tx_dropped"] - back["sock_drops"]:
+            raise Fail(f"at 3000 pps the XDP_TX loop must return nearly all frames, gaps = the counted drops: "
+                       f"{peer}, guest drops {guest_drops}")
+        print(f"    linux xdp-tx (TCG, tap, 64 B, 3000 pps): {back['frames']} of {peer['sent']} back, "
+              f"tap drops {peer['tap_tx_dropped']}, XDP_TX drops {guest_drops}")

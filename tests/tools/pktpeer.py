@@ -14,6 +14,10 @@ could not do what it was asked).
                            all; prints frames, seq gaps/reorders, sizes seen
                            and what the socket itself dropped
                            (PACKET_STATISTICS). Prints "listening" first.
+                           Frames of the Linux kernel's pktgen (its magic
+                           0xbe9be955 after the UDP header) count too, as
+                           `unnumbered`: pktgen sends one skb many times
+                           (clone_skb), so its numbers say nothing of loss
   send IFACE DMAC N RATE [SKIP]   N frames at RATE per second (0: as fast
                            as possible), sequence 0, 1, ... with the number
                            SKIP left out (an injected drop); prints sent and
@@ -48,6 +52,7 @@ HOST_IP, GUEST_IP = "10.77.0.1", "10.77.0.2"
 SPORT, DPORT = 40000, 9
 MAGIC = b"VNPK"
 MARKER = b"VNPT"
+PKTGEN_MAGIC = b"\xbe\x9b\xe9\x55"  # net/core/pktgen.c struct pktgen_hdr
 FCS = 4  # frame sizes are RFC 2544's (apps/pkt.h): counted, never sent
 IMIX = (64, 570, 64, 64, 570, 64, 1518, 64, 570, 64, 570, 64)  # apps/pkt_frame.c pkt_imix
 
@@ -97,22 +102,34 @@ def seq_of(f):
     return struct.unpack("!Q", f[46:54])[0]
 
 
+UNNUMBERED = -1  # seq_of_any: a pktgen frame
+
+
+def seq_of_any(f):
+    """seq_of, or UNNUMBERED for a pktgen frame."""
+    if len(f) >= 46 and f[12:14] == b"\x08\x00" and f[23] == 17 and f[42:46] == PKTGEN_MAGIC:
+        return UNNUMBERED
+    return seq_of(f)
+
+
 class SeqCount:
     def __init__(self):
-        self.next = self.frames = self.gaps = self.reorder = 0
+        self.next = self.frames = self.gaps = self.reorder = self.unnumbered = 0
         self.sizes = {}
 
     def add(self, seq, size):
         self.frames += 1
         self.sizes[size] = self.sizes.get(size, 0) + 1
-        if seq >= self.next:
+        if seq == UNNUMBERED:
+            self.unnumbered += 1
+        elif seq >= self.next:
             self.gaps += seq - self.next
             self.next = seq + 1
         else:
             self.reorder += 1
 
     def report(self):
-        return {"frames": self.frames, "seq_gaps": self.gaps, "seq_reorder": self.reorder,
+        return {"frames": self.frames, "unnumbered": self.unnumbered, "seq_gaps": self.gaps, "seq_reorder": self.reorder,
                 "last_seq": self.next - 1, "sizes": {str(k): v for k, v in sorted(self.sizes.items())}}
 
 
@@ -155,7 +172,7 @@ def cmd_recv(iface, idle, maxs):
     print("listening", flush=True)
 
     def accept(data, addr):
-        return None if addr[2] == PACKET_OUTGOING else seq_of(data)
+        return None if addr[2] == PACKET_OUTGOING else seq_of_any(data)
 
     drain(s, count, accept, float(idle), time.monotonic() + float(maxs))
     out(**count.report(), sock_drops=sock_drops(s))
