@@ -1,7 +1,9 @@
 /*
  * stream.c: bulk TCP throughput, netperf TCP_STREAM (the appliance sends)
  * and TCP_MAERTS (the appliance receives), wire compatible with iperf 2
- * (format in stream.h). This file owns the keys, the data path of one
+ * (format in stream.h); a server also takes iperf 2's UDP test
+ * (stream_udp.c, UDP_STREAM) and its dual/tradeoff tests (stream_back.c).
+ * This file owns the keys, the data path of one
  * connection in either direction, the measured interval and the RESULT
  * line; stream_client.c and stream_server.c own the roles.
  *
@@ -136,8 +138,12 @@ void stream_acked(struct sconn *s, uint32_t len)
 		return;
 	prof_enter(PROF_APP);
 	stream_st.last_data_ns = clock_ns();
-	if (stream_st.measuring)
+	if (stream_st.measuring) {
 		stream_st.tx_bytes += len;
+		if (!stream_st.tx_first_ns)
+			stream_st.tx_first_ns = stream_st.last_data_ns;
+		stream_st.tx_last_ns = stream_st.last_data_ns;
+	}
 	prof_exit();
 }
 
@@ -165,14 +171,19 @@ void stream_received(struct sconn *s, const uint8_t *d, uint32_t n)
 		check(s, d, n);
 	s->rx_data += n;
 	stream_st.last_data_ns = clock_ns();
-	if (stream_st.measuring)
+	if (stream_st.measuring) {
 		stream_st.rx_bytes += n;
+		if (!stream_st.rx_first_ns)
+			stream_st.rx_first_ns = stream_st.last_data_ns;
+		stream_st.rx_last_ns = stream_st.last_data_ns;
+	}
 	prof_exit();
 }
 
 void stream_measure_begin(void)
 {
-	stream_st.tx_bytes = stream_st.rx_bytes = 0;
+	stream_st.tx_bytes = stream_st.rx_bytes = stream_st.rx_datagrams = 0;
+	stream_st.tx_first_ns = stream_st.rx_first_ns = 0;
 	result_measure_begin(&win);
 	stream_st.measuring = true;
 }
@@ -181,6 +192,62 @@ void stream_measure_end(uint64_t end_ns)
 {
 	stream_st.measuring = false;
 	result_measure_end(&win, end_ns);
+}
+
+/* One direction of a dual or tradeoff test: its data bytes and rate over
+ * its own first to last data inside the measured interval (received_* and
+ * sent_*: result_counters() has rx_bytes and tx_bytes, the frames'). */
+static void direction(const char *dir, uint64_t bytes, uint64_t first, uint64_t last)
+{
+	char key[24];
+	uint64_t ns = first && last > first ? last - first : 0;
+	snprintf(key, sizeof(key), "%s_bytes", dir);
+	result_u64(key, bytes);
+	snprintf(key, sizeof(key), "%s_seconds", dir);
+	result_ratio(key, ns, 1000000000ull);
+	snprintf(key, sizeof(key), "%s_mbps", dir);
+	result_ratio(key, bytes * 8000, ns); /* bits per ns x 1000 */
+}
+
+/* iperf -d/-r against the server: both directions on one line. */
+static void report_dual(void)
+{
+	const struct stream_stats *st = &stream_st;
+	uint64_t ns = win.t_end - win.t_start, bytes = st->rx_bytes + st->tx_bytes;
+	uint64_t msgs =
+	    st->rx_bytes / (st->peer_msg ? st->peer_msg : 1) + st->tx_bytes / stream_cfg.msg;
+	result_begin(st->dual == 'd' ? "tcp_dual" : "tcp_tradeoff", "server");
+	result_u64("msg", st->peer_msg);
+	result_u64("instances", st->peers);
+	result_ratio("seconds", ns, 1000000000ull);
+	result_u64("warmup", stream_cfg.warmup);
+	result_u64("bytes", bytes);
+	result_u64("transactions", msgs);
+	result_rates(bytes, msgs, ns);
+	direction("received", st->rx_bytes, st->rx_first_ns, st->rx_last_ns);
+	direction("sent", st->tx_bytes, st->tx_first_ns, st->tx_last_ns);
+	result_u64("check", stream_cfg.check);
+	result_u64("check_errors", st->check_errors);
+	result_counters(&win.a, &win.b, msgs);
+	result_end();
+}
+
+/* iperf -u against the server: the measured interval, then the flows'. */
+static void report_udp(void)
+{
+	const struct stream_stats *st = &stream_st;
+	uint64_t ns = win.t_end - win.t_start;
+	result_begin("udp_stream", "server");
+	result_u64("msg", st->peer_msg);
+	result_u64("instances", stream_udp_started());
+	result_ratio("seconds", ns, 1000000000ull);
+	result_u64("warmup", stream_cfg.warmup);
+	result_u64("bytes", st->rx_bytes);
+	result_u64("transactions", st->rx_datagrams);
+	result_rates(st->rx_bytes, st->rx_datagrams, ns);
+	stream_udp_result();
+	result_counters(&win.a, &win.b, st->rx_datagrams);
+	result_end();
 }
 
 static void report(void)
@@ -216,6 +283,11 @@ int stream_main(void)
 		stream_server_run();
 	else
 		stream_client_run();
+	void (*line)(void) = report;
+	if (stream_st.dual)
+		line = report_dual;
+	else if (stream_cfg.server && stream_udp_started())
+		line = report_udp;
 	/* a run that moved nothing did not complete: no RESULT for it; one
 	 * that moved corrupted data did, and its RESULT says how */
 	if (!stream_st.check_errors && !stream_st.rx_bytes && !stream_st.tx_bytes) {
@@ -223,7 +295,7 @@ int stream_main(void)
 		ctl_print_counters();
 		kernel_error("stream", "no data moved in the measured interval");
 	}
-	report();
+	line();
 	net_print_counters();
 	ctl_print_counters();
 	if (stream_st.check_errors)

@@ -28,19 +28,22 @@
 #define STREAM_IPERF_BUF 131072 /* iperf 2's default TCP write length (-l) */
 
 /* iperf 2.1.8 include/payloads.h */
-#define IPERF_HEADER_VERSION1  0x80000000u
-#define IPERF_HEADER_EXTEND    0x40000000u
-#define IPERF_HEADER_VERSION2  0x04000000u
-#define IPERF_HEADER_KEYCHECK  0x10000000u
-#define IPERF_HEADER_LEN_BIT   0x00010000u
-#define IPERF_HEADER_LEN_MASK  0x000001feu
-#define IPERF_RUN_NOW          0x00000001u
-#define IPERF_UPPER_REVERSE    0x0400u
-#define IPERF_UPPER_FULLDUPLEX 0x0800u
-#define IPERF_VERSION_U        0x00020001u /* 2.1.8 as IPERF_VERSION_MAJORHEX/MINORHEX */
-#define IPERF_VERSION_L        0x00080003u
-#define IPERF_CLIENTHDRACK     2
-#define IPERF_ACK_LEN          28 /* struct client_hdr_ack without timestamps */
+#define IPERF_HEADER_VERSION1   0x80000000u
+#define IPERF_HEADER_EXTEND     0x40000000u
+#define IPERF_HEADER_VERSION2   0x04000000u
+#define IPERF_HEADER_KEYCHECK   0x10000000u
+#define IPERF_HEADER_LEN_BIT    0x00010000u
+#define IPERF_HEADER_LEN_MASK   0x000001feu
+#define IPERF_HEADER_SEQNO64B   0x08000000u
+#define IPERF_HEADER_BOUNCEBACK 0x00800000u
+#define IPERF_RUN_NOW           0x00000001u
+#define IPERF_UPPER_ISOCH       0x0001u
+#define IPERF_UPPER_REVERSE     0x0400u
+#define IPERF_UPPER_FULLDUPLEX  0x0800u
+#define IPERF_VERSION_U         0x00020001u /* 2.1.8 as IPERF_VERSION_MAJORHEX/MINORHEX */
+#define IPERF_VERSION_L         0x00080003u
+#define IPERF_CLIENTHDRACK      2
+#define IPERF_ACK_LEN           28 /* struct client_hdr_ack without timestamps */
 
 struct stream_config {
 	bool server;
@@ -73,10 +76,14 @@ struct sconn {
 struct stream_stats {
 	bool measuring;
 	uint64_t tx_bytes, rx_bytes; /* data acknowledged by the peer / received */
+	uint64_t rx_datagrams;       /* UDP: data datagrams received */
 	uint64_t last_data_ns;
 	uint64_t check_errors, first_bad; /* pattern check: bytes wrong, offset of the first */
 	uint32_t peer_msg;                /* server: the client's write length, if it said */
 	unsigned peers;
+	char dual; /* server: 'd' (iperf -d) or 'r' (-r) once a client asked for one */
+	/* first and last data of each direction inside the measured interval */
+	uint64_t rx_first_ns, rx_last_ns, tx_first_ns, tx_last_ns;
 };
 
 extern struct stream_config stream_cfg;
@@ -95,5 +102,23 @@ void stream_measure_end(uint64_t end_ns);
  * stream_measure_begin/end), tear down. ERROR lines exit. */
 void stream_client_run(void);
 void stream_server_run(void);
+
+/* stream_back.c: iperf 2's dual (-d) and tradeoff (-r) tests, where the
+ * server connects back to the client's listening port and sends for the
+ * time (amount < 0, 10 ms units) or bytes it asked. */
+void stream_back_start(const ip_addr_t *ip, uint16_t port, int32_t amount);
+unsigned stream_back_open(void); /* back connections connecting or sending */
+void stream_back_tick(void);     /* resume senders whose time ran out */
+
+/* stream_udp.c: iperf 2's UDP test (`iperf -u -c`) on stream.port: the
+ * client's datagrams counted per flow, its FIN answered with the server
+ * report. */
+void stream_udp_listen(void);
+unsigned stream_udp_started(void);            /* flows accepted so far */
+bool stream_udp_finished(uint64_t linger_ns); /* every flow sent its FIN that long ago */
+unsigned stream_udp_unfinished(void);         /* accepted flows without a FIN yet */
+const char *stream_udp_drops(void);           /* "" or " (N malformed, M refused datagrams)" */
+void stream_udp_result(void);                 /* its udp_* RESULT keys */
+void stream_udp_close(void);
 
 #endif

@@ -6,13 +6,17 @@
  * send on the same connection for the time or bytes it asked (TCP_STREAM)
  * and close. A 2.0.13+ client that sent HEADER_EXTEND without VERSION2
  * gets iperf's header acknowledgment back (Listener::client_test_ack).
- * Legacy dual tests (-d/-r: the server connects back) and --full-duplex
- * are not supported: such a connection is closed with a note.
+ * A dual (-d) or tradeoff (-r) header (HEADER_VERSION1) has
+ * stream_back.c connect back to the client now or when this connection
+ * ends. --full-duplex is not supported: such a connection is closed with
+ * a note. UDP clients on the same port are stream_udp.c's.
  *
- * Phases: wait for the first header (stream.wait), warm-up, then measure
- * until every connection the clients announced (numThreads, at least
- * stream.instances) has closed, no data moved for stream.idle seconds, a
- * "stop" on the control port, or stream.seconds.
+ * Phases: wait for the first header or UDP flow (stream.wait), warm-up,
+ * then measure until every connection the clients announced (numThreads,
+ * at least stream.instances) has closed and every back connection and UDP
+ * flow has ended (a UDP flow: its FIN answered UDP_LINGER_NS ago), no data
+ * moved for stream.idle seconds, a "stop" on the control port, or
+ * stream.seconds.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +29,7 @@
 
 #define MAX_CONNS               64
 #define IPERF_HEADER_PEERDETECT 0x02000000u
+#define UDP_LINGER_NS           300000000ull /* answer a client's repeated FINs */
 
 struct srv_conn {
 	struct tcpsrv_conn base; /* data is handed over whole (ops.recv): base.in stays NULL */
@@ -32,6 +37,10 @@ struct srv_conn {
 	uint8_t hdr[STREAM_HDR_MAX];
 	uint32_t hdr_have, hdr_need;
 	bool hdr_sized, key_sized;
+	bool back_pending; /* iperf -r: connect back when this connection ends */
+	uint16_t back_port;
+	int32_t back_amount;
+	ip_addr_t back_ip;
 };
 
 static struct tcp_pcb *listener;
@@ -40,9 +49,12 @@ static unsigned conns_open, conns_seen, expected, started;
 
 static void conn_release(struct tcpsrv_conn *tc)
 {
+	struct srv_conn *c = (struct srv_conn *)tc;
 	for (unsigned i = 0; i < MAX_CONNS; i++)
-		if (conns[i] == (struct srv_conn *)tc)
+		if (conns[i] == c)
 			conns[i] = NULL;
+	if (c->back_pending)
+		stream_back_start(&c->back_ip, c->back_port, c->back_amount);
 	conns_open--;
 }
 
@@ -92,14 +104,25 @@ static err_t apply_header(struct srv_conn *c, uint32_t len)
 		upper = (uint16_t)(c->hdr[32] << 8 | c->hdr[33]);
 	bool v2 = flags & IPERF_HEADER_VERSION2;
 
-	if ((flags & IPERF_HEADER_VERSION1) && !v2) {
-		printf(
-		    "stream: closing a connection: legacy dual test (iperf -d/-r) not supported\n");
-		return conn_close(c, false);
-	}
 	if (v2 && (upper & IPERF_UPPER_FULLDUPLEX)) {
 		printf("stream: closing a connection: --full-duplex not supported\n");
 		return conn_close(c, false);
+	}
+	if (flags & IPERF_HEADER_VERSION1) {
+		uint32_t port = stream_be32(c->hdr + 8);
+		if (!port || port > 65535) {
+			printf("stream: closing a connection: dual test to port %u\n", port);
+			return conn_close(c, true);
+		}
+		stream_st.dual = flags & IPERF_RUN_NOW ? 'd' : 'r';
+		if (flags & IPERF_RUN_NOW) {
+			stream_back_start(&s->pcb->remote_ip, (uint16_t)port, amount);
+		} else {
+			c->back_pending = true;
+			c->back_port = (uint16_t)port;
+			c->back_amount = amount;
+			ip_addr_copy(c->back_ip, s->pcb->remote_ip);
+		}
 	}
 	if (threads > expected)
 		expected = threads < MAX_CONNS ? threads : MAX_CONNS;
@@ -218,14 +241,19 @@ static const struct tcpsrv_ops stream_tcp = {
 static bool got_client(void *unused)
 {
 	(void)unused;
-	return started || ctl_stop_requested();
+	return started || stream_udp_started() || ctl_stop_requested();
 }
 
 static bool clients_gone(void *unused)
 {
 	(void)unused;
-	return ctl_stop_or_idle(stream_st.last_data_ns, stream_cfg.idle_s) ||
-	       (conns_seen >= expected && !conns_open);
+	if (ctl_stop_or_idle(stream_st.last_data_ns, stream_cfg.idle_s))
+		return true;
+	bool tcp = conns_seen >= expected && !conns_open && !stream_back_open();
+	bool udp = stream_udp_finished(UDP_LINGER_NS);
+	if (!stream_udp_started())
+		return tcp;
+	return udp && (tcp || !conns_seen);
 }
 
 /* Senders whose time ran out while the window was closed stop here. */
@@ -235,6 +263,7 @@ static void tick(void *unused)
 	for (unsigned i = 0; i < MAX_CONNS; i++)
 		if (conns[i] && conns[i]->s.sending)
 			stream_send(&conns[i]->s);
+	stream_back_tick();
 }
 
 void stream_server_run(void)
@@ -242,15 +271,16 @@ void stream_server_run(void)
 	const struct stream_config *c = &stream_cfg;
 	if (!(listener = tcpsrv_listen(c->port, &stream_tcp)))
 		kernel_error("stream", "cannot listen on TCP port %u", c->port);
+	stream_udp_listen();
 	ctl_start();
 	expected = c->instances;
-	printf("stream server listening tcp port=%u msg=%u check=%d ctl=%s wait=%lu\n", c->port,
+	printf("stream server listening tcp+udp port=%u msg=%u check=%d ctl=%s wait=%lu\n", c->port,
 	       c->msg, c->check, ctl_label(), c->timeout_s);
 
 	if (net_run(got_client, NULL, c->timeout_s * 1000000000ull, tick) < 0)
-		kernel_error("stream", "no iperf client on TCP port %u within %lu s", c->port,
-		             c->timeout_s);
-	if (!started)
+		kernel_error("stream", "no iperf client on TCP or UDP port %u within %lu s%s",
+		             c->port, c->timeout_s, stream_udp_drops());
+	if (!started && !stream_udp_started())
 		kernel_error("stream", "stopped from the control port before any client");
 	stream_st.last_data_ns = clock_ns();
 	if (c->warmup && net_run(clients_gone, NULL, c->warmup * 1000000000ull, tick) == 0)
@@ -261,13 +291,16 @@ void stream_server_run(void)
 	net_run(clients_gone, NULL, c->seconds * 1000000000ull, tick);
 	/* As in rr_server.c: silence with connections still open is a client
 	 * or backend that vanished, not the end of a measurement. */
-	if (conns_open && !ctl_stop_requested() &&
+	unsigned open = conns_open + stream_back_open() + stream_udp_unfinished();
+	if (open && !ctl_stop_requested() &&
 	    clock_ns() - stream_st.last_data_ns > c->idle_s * 1000000000ull)
-		kernel_error("stream",
-		             "no data for %lu s while %u connection(s) stay open: a client or the "
-		             "backend went away mid-run (%s)",
-		             c->idle_s, conns_open, vnetif_silence());
+		kernel_error(
+		    "stream",
+		    "no data for %lu s while %u connection(s) or UDP flow(s) without a FIN "
+		    "stay open: a client or the backend went away mid-run (%s)",
+		    c->idle_s, open, vnetif_silence());
 	stream_measure_end(stream_st.last_data_ns);
 	tcp_close(listener);
+	stream_udp_close();
 	net_run(NULL, NULL, 200000000ull, NULL);
 }

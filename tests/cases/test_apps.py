@@ -270,6 +270,83 @@ def test_stream_client_iperf_server_both_directions(t):
                 raise Fail(f"{data_frames} data frames for {r['bytes']} bytes")
 
 
+def iperf_udp_report(out):
+    """iperf -u -c's datagram count and the server report it printed."""
+    sent = re.search(r"Sent (\d+) datagrams", out)
+    rep = re.search(r"Server Report:\n.*\n.* ([\d.]+) ms +(\d+)/(\d+) ", out)
+    if not sent or not rep or "WARNING" in out:
+        raise Fail(f"expected iperf to print Sent N datagrams and the server report, no WARNING: {out[-800:]}")
+    return int(sent.group(1)), float(rep.group(1)), int(rep.group(2)), int(rep.group(3))
+
+
+def test_stream_server_iperf_udp(t):
+    with t.netns() as ns:
+        g = serve(t, ns, "app=stream stream.role=server stream.warmup=0", r"^stream server listening")
+        out = run_peer(ns, ["iperf", "-u", "-c", NS_GUEST_IP, "-p", str(STREAM_PORT), "-b", "2M", "-l", "1000",
+                            "-t", "3", "-f", "m"], timeout=60)
+        sent, jitter_ms, lost, total = iperf_udp_report(out)
+        g.wait()
+        g.expect_ok()
+        r = result(g)
+        # iperf 2.1.8 numbers data from 1, its first FIN with the next id
+        # (a datagram in iperf's count), then prints Sent = that id + 1
+        if (r["test"], r["msg"], r["instances"]) != ("udp_stream", 1000, 1):
+            raise Fail(f"expected a udp_stream RESULT of one flow of 1000-byte datagrams: {r}")
+        if (r["udp_datagrams"], r["udp_lost"], r["udp_out_of_order"], r["udp_fins"]) != (sent - 2, 0, 0, 1):
+            raise Fail(f"iperf sent {sent - 2} data datagrams and a FIN; the guest counted {r}")
+        if (lost, total) != (0, sent - 1) or r["udp_bytes"] != r["udp_datagrams"] * 1000:
+            raise Fail(f"server report {lost}/{total}, guest {r['udp_datagrams']} datagrams {r['udp_bytes']} bytes")
+        if abs(jitter_ms * 1000 - float(r["udp_jitter_us"])) > 1 or r["transactions"] > r["udp_datagrams"]:
+            raise Fail(f"iperf's jitter {jitter_ms} ms, guest {r['udp_jitter_us']} us; window {r['transactions']}")
+        print(f"    udp_stream server: {r['udp_datagrams']} datagrams, 0 lost, jitter {jitter_ms} ms, "
+              f"{r['mbps']} Mbit/s at iperf -b 2M (TCG, tap)")
+
+
+def test_stream_server_udp_gap_reorder_and_bad_datagrams(t):
+    with t.netns() as ns:
+        g = serve(t, ns, "app=stream stream.role=server stream.warmup=0", r"^stream server listening")
+        peer = json.loads(run_peer(ns, [sys.executable, os.path.join(TOP, "tests", "tools", "iperfudp.py"), "flow",
+                                        NS_GUEST_IP, str(STREAM_PORT)], timeout=30).strip().splitlines()[-1])
+        g.wait()
+        g.expect_ok()
+        r = result(g)
+        rep = peer["report"]
+        if peer["refused_answered"] or not rep:
+            raise Fail(f"expected a report for the flow and none for the refused one: {peer}")
+        # ids 1..20 without 6, 10 after 11, FIN 21: iperf's server says 1/21, 1 out of order
+        if (rep["lost"], rep["out_of_order"], rep["datagrams"], rep["bytes"], rep["length"]) != (1, 1, 21, 4000, 128):
+            raise Fail(f"expected the report to say lost 1, 1 out of order, 21 datagrams, 4000 bytes: {rep}")
+        want = dict(udp_datagrams=19, udp_lost=1, udp_out_of_order=1, udp_fins=1, udp_malformed=3, udp_refused=3,
+                    instances=1)
+        seen = {k: r[k] for k in want}
+        if seen != want:
+            raise Fail(f"expected {want}, RESULT says {seen}")
+        g.expect(r"^stream: refusing a UDP flow: dual test")
+
+
+def test_stream_server_iperf_dual_and_tradeoff(t):
+    for mode, test in (("-d", "tcp_dual"), ("-r", "tcp_tradeoff")):
+        with t.netns() as ns:
+            g = serve(t, ns, f"app=stream stream.role=server stream.warmup={WARMUP}", r"^stream server listening")
+            out = run_peer(ns, ["iperf", "-c", NS_GUEST_IP, "-p", str(STREAM_PORT), mode, "-l", "16K", "-f", "m",
+                                "-t", str(WARMUP + SECONDS)], timeout=60)
+            rates = re.findall(r"([\d.]+) Mbits/sec", out)
+            if len(rates) < 2 or "ERROR" in out or "WARNING" in out:
+                raise Fail(f"expected iperf {mode} to report both directions: {out[-800:]}")
+            g.wait()
+            g.expect_ok()
+            r = result(g)
+            rx, tx = r["received_bytes"], r["sent_bytes"]
+            if r["test"] != test or not rx or not tx or r["bytes"] != rx + tx:
+                raise Fail(f"expected a {test} RESULT with both directions: {r}")
+            for d in ("received", "sent"):
+                within(f"{d} Mbit/s", float(r[f"{d}_mbps"]), r[f"{d}_bytes"] * 8e-6 / float(r[f"{d}_seconds"]), 1.01)
+            if mode == "-r" and float(r["received_seconds"]) + float(r["sent_seconds"]) > float(r["seconds"]) + 0.1:
+                raise Fail(f"a tradeoff's directions take turns; they overlap: {r}")
+            print(f"    {test} server: received {r['received_mbps']} sent {r['sent_mbps']} Mbit/s, "
+                  f"iperf {rates} Mbit/s (TCG, tap)")
+
+
 def test_stream_pattern_check_catches_corruption(t):
     # An iperf-2.1.8-shaped client whose 3rd record has one byte flipped.
     code = (
@@ -337,7 +414,7 @@ def test_server_without_client(t):
     g = t.boot(append="app=rr rr.role=server rr.wait=2", timeout=30)
     expect_error(g, "rr", r"no request on TCP port 11111 within 2 s", 15)
     g = t.boot(append="app=stream stream.role=server stream.wait=2", timeout=30)
-    expect_error(g, "stream", r"no iperf client on TCP port 5001 within 2 s", 15)
+    expect_error(g, "stream", r"no iperf client on TCP or UDP port 5001 within 2 s", 15)
 
 
 def test_bad_keys(t):
