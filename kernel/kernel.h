@@ -241,6 +241,7 @@ struct smp_cpu {
 void smp_configure(const struct boot_info *bi); /* claims smp=, smp.sipi= */
 void smp_start(void);                           /* after cmdline_finish() */
 unsigned smp_cpus(void);                        /* CPUs running, the BSP included */
+unsigned smp_requested(void);                   /* smp=N as configured (smp_configure() on) */
 /* Run fn(arg) on application processor cpu (1..smp_cpus()-1); -1 if it is
  * not idle. smp_join() waits at most timeout_ns for it: 0 and *ret, or -1. */
 int smp_run(unsigned cpu, smp_fn fn, void *arg);

@@ -281,6 +281,11 @@ void smp_start(void)
 	printf("smp cpus=%u madt_cpus=%u trampoline=0x%lx\n", nrunning, nmadt, tramp_page);
 }
 
+unsigned smp_requested(void)
+{
+	return nwanted;
+}
+
 unsigned smp_cpus(void)
 {
 	return nrunning;
