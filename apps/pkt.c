@@ -42,17 +42,27 @@
 #define PKT_SLOT_SIZE 2048
 #define PKT_HEADROOM  64 /* >= vnet_tx_headroom */
 #define PKT_DRAIN_NS  100000000ull
+#define PKT_MQ_MAX    8             /* vnet.h: vnet_open_mq() takes 1..8 pairs */
+#define PKT_JOIN_NS   5000000000ull /* an AP's loop ends at most this long after pkt.seconds */
 
 static const char *const pkt_modes[] = {"txonly", "rxonly", "macswap", "reflect", NULL};
 
+/* The run's parameters: set by pkt_configure(), read-only from then on
+ * (every queue's loop reads them, on its own CPU). */
 static struct {
 	enum pkt_mode mode;
 	const char *size_str;
 	uint32_t size; /* 0: imix */
 	uint64_t rate, count, seconds_ns, idle_ns;
-	unsigned flows, burst;
+	unsigned flows, burst, mq;
 	struct pkt_addrs addrs;
+} pk;
+
+/* One queue pair's burst loop and everything it counts: shared nothing,
+ * so with mq=N each runs on its own vCPU (kernel/smp.c). */
+struct pkt_q {
 	struct vnet *vn;
+	unsigned qp;
 
 	/* txonly: frame slots the device may still read (zero copy) */
 	uint8_t *slots;
@@ -70,7 +80,11 @@ static struct {
 		uint64_t seq_frames, seq_gaps, seq_reorder, frames, rx_other;
 	} mark;
 	uint64_t t_start, t_first, t_last; /* clock_ns(); t_first 0: no frame yet */
-} pk;
+	struct result_snap a, b;           /* the driver counters around the run */
+	int drain_rc;                      /* vnet_drain(): -1 timed out */
+};
+
+static struct pkt_q pq[PKT_MQ_MAX];
 
 static void pkt_parse_ip(const char *key, const char *def, uint8_t out[4])
 {
@@ -137,6 +151,13 @@ void pkt_configure(void)
 	pkt_parse_ip("pkt.dst", "10.77.0.1", pk.addrs.dst);
 	pkt_parse_mac("pkt.dmac", "ff:ff:ff:ff:ff:ff", pk.addrs.dmac);
 	pk.addrs.dport = (uint16_t)cmdline_u64("pkt.port", 9, 1, 65535);
+	pk.mq = (unsigned)cmdline_u64("mq", 1, 1, PKT_MQ_MAX);
+	if (pk.mq > smp_requested())
+		kernel_usage_error(
+		    "cmdline",
+		    "key 'mq': mq=%u needs smp=%u or more (one vCPU per queue pair), "
+		    "smp is %u",
+		    pk.mq, pk.mq, smp_requested());
 	if (pk.mode != PKT_TXONLY &&
 	    (cmdline_str("pkt.count", NULL) || cmdline_str("pkt.rate", NULL)))
 		kernel_usage_error("cmdline", "keys 'pkt.count' and 'pkt.rate' apply to "
@@ -145,84 +166,85 @@ void pkt_configure(void)
 		kernel_usage_error("cmdline", "key 'pkt.idle' applies to the receive modes only");
 }
 
-static void pkt_failed(void)
+static void pkt_failed(struct pkt_q *q)
 {
-	kernel_error("virtio-net", "%s (backend %s)", vnet_error(pk.vn), net_backend());
+	kernel_error("virtio-net", "%s (backend %s)", vnet_error(q->vn), net_backend());
 }
 
-static uint8_t *pkt_slot(unsigned i)
+static uint8_t *pkt_slot(struct pkt_q *q, unsigned i)
 {
-	return pk.slots + (size_t)i * PKT_SLOT_SIZE + PKT_HEADROOM;
+	return q->slots + (size_t)i * PKT_SLOT_SIZE + PKT_HEADROOM;
 }
 
 static void pkt_tx_done(void *arg, void *cookie)
 {
-	(void)arg;
-	pk.free[pk.nfree++] = (uint16_t)(uintptr_t)cookie;
+	struct pkt_q *q = arg;
+
+	q->free[q->nfree++] = (uint16_t)(uintptr_t)cookie;
 }
 
 /* Frames due now: a burst at full speed, else what the rate allows since
  * the start (a generator that fell behind catches up a burst at a time). */
-static uint64_t pkt_tx_quota(uint64_t now)
+static uint64_t pkt_tx_quota(struct pkt_q *q, uint64_t now)
 {
-	uint64_t q = pk.burst;
+	uint64_t n = pk.burst;
 
 	if (pk.rate) {
 		uint64_t due =
-		    (uint64_t)((unsigned __int128)(now - pk.t_start) * pk.rate / 1000000000ull);
+		    (uint64_t)((unsigned __int128)(now - q->t_start) * pk.rate / 1000000000ull);
 
-		q = due > pk.frames ? due - pk.frames : 0;
-		q = q < pk.burst ? q : pk.burst;
+		n = due > q->frames ? due - q->frames : 0;
+		n = n < pk.burst ? n : pk.burst;
 	}
-	if (pk.count && pk.count - pk.frames < q)
-		q = pk.count - pk.frames;
-	return q;
+	if (pk.count && pk.count - q->frames < n)
+		n = pk.count - q->frames;
+	return n;
 }
 
 /* txonly receives too: whatever arrives (a host's ARP, a switch's
  * chatter) is counted and released, or it would sit on the used ring and
  * end every halt before it began. */
-static void pkt_tx_drain_rx(void)
+static void pkt_tx_drain_rx(struct pkt_q *q)
 {
-	struct vnet_rx *r = &pk.pend[0];
+	struct vnet_rx *r = &q->pend[0];
 	int rc = 1;
 
-	for (unsigned n = 0; n < pk.burst && (rc = vnet_rx(pk.vn, r)) > 0; n++) {
-		pk.rx_other++;
-		vnet_rx_release_frame(pk.vn, r);
+	for (unsigned n = 0; n < pk.burst && (rc = vnet_rx(q->vn, r)) > 0; n++) {
+		q->rx_other++;
+		vnet_rx_release_frame(q->vn, r);
 	}
 	if (rc < 0)
-		pkt_failed();
+		pkt_failed(q);
 }
 
-static void pkt_tx_pass(uint64_t now)
+static void pkt_tx_pass(struct pkt_q *q, uint64_t now)
 {
-	uint64_t q = pkt_tx_quota(now);
+	uint64_t n = pkt_tx_quota(q, now);
 
-	pkt_tx_drain_rx();
+	pkt_tx_drain_rx(q);
 	prof_enter(PROF_APP);
-	for (uint64_t k = 0; k < q && pk.nfree; k++) {
-		uint16_t s = pk.free[--pk.nfree];
-		uint8_t *f = pkt_slot(s);
-		uint32_t size = pk.size ? pk.size : pkt_imix[pk.frames % PKT_IMIX_N];
+	for (uint64_t k = 0; k < n && q->nfree; k++) {
+		uint16_t s = q->free[--q->nfree];
+		uint8_t *f = pkt_slot(q, s);
+		uint32_t size = pk.size ? pk.size : pkt_imix[q->frames % PKT_IMIX_N];
 		struct vnet_seg seg = {f, size - PKT_FCS};
 		int rc;
 
 		pkt_frame_build(f, size - PKT_FCS, &pk.addrs,
-		                (uint16_t)(PKT_SPORT_BASE + pk.frames % pk.flows), pk.frames);
+		                (uint16_t)(PKT_SPORT_BASE + q->frames % pk.flows), q->frames);
 		prof_enter(PROF_ENQUEUE);
-		rc = vnet_tx(pk.vn, &seg, 1, NULL, (void *)(uintptr_t)s);
+		rc = vnet_tx(q->vn, &seg, 1, NULL, (void *)(uintptr_t)s);
 		prof_exit();
 		if (rc < 0) {
-			pk.free[pk.nfree++] = s; /* not accepted: still ours */
+			q->free[q->nfree++] = s; /* not accepted: still ours */
 			if (rc != -VNET_EAGAIN)
-				pkt_failed();
-			pk.tx_full++; /* back-pressure: the next pass retries */
+				pkt_failed(q);
+			q->tx_full++; /* back-pressure: the next pass retries */
 			break;
 		}
-		pk.frames++;
-		pk.bytes += size;
-		pk.t_last = now;
+		q->frames++;
+		q->bytes += size;
+		q->t_last = now;
 	}
 	prof_exit();
 }
@@ -230,48 +252,48 @@ static void pkt_tx_pass(uint64_t now)
 /* A trial marker: what this trial's frames did in the guest, for the
  * search to compare with what the peer saw (loss counted at both ends).
  * Frames held for a full ring are not forwarded yet: pend says how many. */
-static void pkt_trial_line(uint64_t trial)
+static void pkt_trial_line(struct pkt_q *q, uint64_t trial)
 {
 	printf("PKT_TRIAL {\"trial\":%lu,\"seq_frames\":%lu,\"seq_gaps\":%lu,\"seq_reorder\":%lu,"
 	       "\"frames\":%lu,\"rx_other\":%lu,\"pend\":%u}\n",
-	       trial, pk.seq.frames - pk.mark.seq_frames, pk.seq.gaps - pk.mark.seq_gaps,
-	       pk.seq.reorder - pk.mark.seq_reorder, pk.frames - pk.mark.frames,
-	       pk.rx_other - pk.mark.rx_other, pk.npend);
-	pk.mark.seq_frames = pk.seq.frames;
-	pk.mark.seq_gaps = pk.seq.gaps;
-	pk.mark.seq_reorder = pk.seq.reorder;
-	pk.mark.frames = pk.frames;
-	pk.mark.rx_other = pk.rx_other;
-	pk.seq.next = 0; /* the next trial numbers from 0 again */
-	pk.markers++;
+	       trial, q->seq.frames - q->mark.seq_frames, q->seq.gaps - q->mark.seq_gaps,
+	       q->seq.reorder - q->mark.seq_reorder, q->frames - q->mark.frames,
+	       q->rx_other - q->mark.rx_other, q->npend);
+	q->mark.seq_frames = q->seq.frames;
+	q->mark.seq_gaps = q->seq.gaps;
+	q->mark.seq_reorder = q->seq.reorder;
+	q->mark.frames = q->frames;
+	q->mark.rx_other = q->rx_other;
+	q->seq.next = 0; /* the next trial numbers from 0 again */
+	q->markers++;
 }
 
 /* A received frame: counted, edited for its mode, or released. True when
  * it is to be forwarded. */
-static bool pkt_rx_one(struct vnet_rx *r, uint64_t now)
+static bool pkt_rx_one(struct pkt_q *q, struct vnet_rx *r, uint64_t now)
 {
 	uint8_t *f = r->buf[0].data;
 	uint64_t trial;
 
 	if (pkt_is_marker(f, r->buf[0].len, &trial)) {
-		pkt_trial_line(trial);
-		vnet_rx_release_frame(pk.vn, r);
+		pkt_trial_line(q, trial);
+		vnet_rx_release_frame(q->vn, r);
 		return false;
 	}
-	if (!pk.t_first)
-		pk.t_first = now;
-	pk.t_last = now;
-	pkt_seq_count(&pk.seq, f, r->buf[0].len);
+	if (!q->t_first)
+		q->t_first = now;
+	q->t_last = now;
+	pkt_seq_count(&q->seq, f, r->buf[0].len);
 	if (pk.mode == PKT_RXONLY) {
-		pk.frames++;
-		pk.bytes += r->len + PKT_FCS;
-		vnet_rx_release_frame(pk.vn, r);
+		q->frames++;
+		q->bytes += r->len + PKT_FCS;
+		vnet_rx_release_frame(q->vn, r);
 		return false;
 	}
 	if (r->nbufs != 1 || (r->flags & VNET_RX_F_GSO) ||
 	    (pk.mode == PKT_REFLECT && !pkt_reflect(f, r->len))) {
-		pk.rx_other++; /* not forwardable here: counted, released */
-		vnet_rx_release_frame(pk.vn, r);
+		q->rx_other++; /* not forwardable here: counted, released */
+		vnet_rx_release_frame(q->vn, r);
 		return false;
 	}
 	if (pk.mode == PKT_MACSWAP)
@@ -280,193 +302,280 @@ static bool pkt_rx_one(struct vnet_rx *r, uint64_t now)
 }
 
 /* Forward what is held, oldest first; what the ring refuses waits. */
-static void pkt_forward_held(void)
+static void pkt_forward_held(struct pkt_q *q)
 {
 	unsigned sent = 0;
 
-	while (sent < pk.npend) {
+	while (sent < q->npend) {
 		int rc;
 
 		prof_enter(PROF_ENQUEUE);
-		rc = vnet_tx_forward(pk.vn, &pk.pend[sent]);
+		rc = vnet_tx_forward(q->vn, &q->pend[sent]);
 		prof_exit();
 		if (rc == -VNET_EAGAIN) {
-			pk.tx_full++;
+			q->tx_full++;
 			break;
 		}
 		if (rc == -VNET_EDEVICE)
-			pkt_failed();
+			pkt_failed(q);
 		if (rc < 0) {
-			pk.rx_other++; /* refused (e.g. an offload the device did not take) */
-			vnet_rx_release_frame(pk.vn, &pk.pend[sent]);
+			q->rx_other++; /* refused (e.g. an offload the device did not take) */
+			vnet_rx_release_frame(q->vn, &q->pend[sent]);
 		} else {
-			pk.frames++;
-			pk.bytes += pk.pend[sent].len + PKT_FCS;
+			q->frames++;
+			q->bytes += q->pend[sent].len + PKT_FCS;
 		}
 		sent++;
 	}
-	memmove(pk.pend, pk.pend + sent, (pk.npend - sent) * sizeof(pk.pend[0]));
-	pk.npend -= sent;
+	memmove(q->pend, q->pend + sent, (q->npend - sent) * sizeof(q->pend[0]));
+	q->npend -= sent;
 }
 
-static void pkt_rx_pass(uint64_t now)
+static void pkt_rx_pass(struct pkt_q *q, uint64_t now)
 {
 	unsigned n = 0;
 	int rc = 1;
 
-	if (pk.npend)
-		pkt_forward_held(); /* a full ring last pass: these go first */
-	while (n < pk.burst && pk.npend < pk.burst) {
-		struct vnet_rx *r = &pk.pend[pk.npend];
+	if (q->npend)
+		pkt_forward_held(q); /* a full ring last pass: these go first */
+	while (n < pk.burst && q->npend < pk.burst) {
+		struct vnet_rx *r = &q->pend[q->npend];
 
 		prof_enter(PROF_RX);
-		rc = vnet_rx(pk.vn, r);
+		rc = vnet_rx(q->vn, r);
 		prof_exit();
 		if (rc <= 0)
 			break;
 		n++;
 		prof_enter(PROF_APP);
-		if (pkt_rx_one(r, now))
-			pk.npend++;
+		if (pkt_rx_one(q, r, now))
+			q->npend++;
 		prof_exit();
 	}
 	if (rc < 0)
-		pkt_failed();
-	if (pk.npend)
-		pkt_forward_held();
+		pkt_failed(q);
+	if (q->npend)
+		pkt_forward_held(q);
 }
 
-static bool pkt_done(uint64_t now)
+static bool pkt_done(struct pkt_q *q, uint64_t now)
 {
-	if (now - pk.t_start >= pk.seconds_ns)
+	if (now - q->t_start >= pk.seconds_ns)
 		return true;
 	if (pk.mode == PKT_TXONLY)
-		return pk.count && pk.frames == pk.count;
-	return pk.idle_ns && pk.t_first && now - pk.t_last >= pk.idle_ns;
+		return pk.count && q->frames == pk.count;
+	return pk.idle_ns && q->t_first && now - q->t_last >= pk.idle_ns;
 }
 
 /* The halt policies' deadline: the next frame a rate allows, the idle
  * bound, or the end of the run. */
 static uint64_t pkt_deadline(void *arg)
 {
-	uint64_t end = pk.t_start + pk.seconds_ns;
+	const struct pkt_q *q = arg;
+	uint64_t end = q->t_start + pk.seconds_ns;
 
-	(void)arg;
 	if (pk.mode == PKT_TXONLY && pk.rate) {
-		uint64_t next = pk.t_start + (uint64_t)((unsigned __int128)(pk.frames + 1) *
+		uint64_t next = q->t_start + (uint64_t)((unsigned __int128)(q->frames + 1) *
 		                                        1000000000ull / pk.rate);
 		end = next < end ? next : end;
-	} else if (pk.mode != PKT_TXONLY && pk.idle_ns && pk.t_first &&
-	           pk.t_last + pk.idle_ns < end) {
-		end = pk.t_last + pk.idle_ns;
+	} else if (pk.mode != PKT_TXONLY && pk.idle_ns && q->t_first &&
+	           q->t_last + pk.idle_ns < end) {
+		end = q->t_last + pk.idle_ns;
 	}
 	return end;
 }
 
-static void pkt_setup_tx(void)
+static void pkt_setup_tx(struct pkt_q *q)
 {
 	/* More slots than the TX ring has descriptors: the ring is full
 	 * (back-pressure, a reclaim) before the slots run out. */
-	pk.nslots = vnet_tx_ring_size(pk.vn) + pk.burst;
-	pk.slots = pmm_alloc((size_t)pk.nslots * PKT_SLOT_SIZE, 64);
-	pk.free = pmm_alloc(pk.nslots * sizeof(pk.free[0]), 8);
-	memset(pk.slots, 0, (size_t)pk.nslots * PKT_SLOT_SIZE);
-	for (unsigned i = 0; i < pk.nslots; i++)
-		pk.free[i] = (uint16_t)(pk.nslots - 1 - i);
-	pk.nfree = pk.nslots;
-	memcpy(pk.addrs.smac, vnet_mac(pk.vn), 6);
-	vnet_set_tx_done(pk.vn, pkt_tx_done, NULL);
+	q->nslots = vnet_tx_ring_size(q->vn) + pk.burst;
+	q->slots = pmm_alloc((size_t)q->nslots * PKT_SLOT_SIZE, 64);
+	q->free = pmm_alloc(q->nslots * sizeof(q->free[0]), 8);
+	memset(q->slots, 0, (size_t)q->nslots * PKT_SLOT_SIZE);
+	for (unsigned i = 0; i < q->nslots; i++)
+		q->free[i] = (uint16_t)(q->nslots - 1 - i);
+	q->nfree = q->nslots;
+	memcpy(pk.addrs.smac, vnet_mac(q->vn), 6);
+	vnet_set_tx_done(q->vn, pkt_tx_done, q);
 }
 
-static void pkt_result(const struct result_snap *a, const struct result_snap *b)
+static void pkt_result(const struct pkt_q *q, const struct result_snap *a,
+                       const struct result_snap *b, int queue)
 {
-	uint64_t ns = pk.t_last > pk.t_first ? pk.t_last - pk.t_first : 0;
+	uint64_t ns = q->t_last > q->t_first ? q->t_last - q->t_first : 0;
 	uint64_t kicks = (b->tx.kicks - a->tx.kicks) + (b->rx.kicks - a->rx.kicks);
 	uint64_t irqs = (b->tx.irqs - a->tx.irqs) + (b->rx.irqs - a->rx.irqs);
 	char test[16];
 
 	snprintf(test, sizeof(test), "pkt_%s", pkt_modes[pk.mode]);
 	result_begin(test, pk.mode == PKT_TXONLY ? "client" : "server");
+	if (queue >= 0)
+		result_u64("queue", (uint64_t)queue); /* mq=N: one line per pair */
+	else if (pk.mq > 1)
+		result_u64("queues", pk.mq); /* ... and the total */
 	result_str("mode", pkt_modes[pk.mode]);
 	result_str("size", pk.size_str);
 	result_u64("rate", pk.rate);
 	result_u64("flows", pk.flows);
 	result_u64("burst", pk.burst);
-	result_u64("frames", pk.frames);
-	result_u64("bytes", pk.bytes);
-	result_ratio("pps", pk.frames * 1000000000ull, ns);
-	result_rates(pk.bytes, pk.frames, ns);
-	result_ratio("frames_per_kick", pk.frames, kicks);
-	result_ratio("frames_per_reclaim", pk.frames, b->tx.reclaim_calls - a->tx.reclaim_calls);
-	result_ratio("frames_per_irq", pk.frames, irqs);
-	result_u64("seq_frames", pk.seq.frames);
-	result_u64("seq_gaps", pk.seq.gaps);
-	result_u64("seq_reorder", pk.seq.reorder);
-	result_u64("rx_other", pk.rx_other);
-	result_u64("fwd_unsent", pk.fwd_unsent);
-	result_u64("markers", pk.markers);
-	result_u64("tx_full", pk.tx_full);
+	result_u64("frames", q->frames);
+	result_u64("bytes", q->bytes);
+	result_ratio("pps", q->frames * 1000000000ull, ns);
+	result_rates(q->bytes, q->frames, ns);
+	result_ratio("frames_per_kick", q->frames, kicks);
+	result_ratio("frames_per_reclaim", q->frames, b->tx.reclaim_calls - a->tx.reclaim_calls);
+	result_ratio("frames_per_irq", q->frames, irqs);
+	result_u64("seq_frames", q->seq.frames);
+	result_u64("seq_gaps", q->seq.gaps);
+	result_u64("seq_reorder", q->seq.reorder);
+	result_u64("rx_other", q->rx_other);
+	result_u64("fwd_unsent", q->fwd_unsent);
+	result_u64("markers", q->markers);
+	result_u64("tx_full", q->tx_full);
 	result_u64("drv_rx_drops", b->rx.drops - a->rx.drops);
 	if (VNETLAB_PROFILE) {
 		uint64_t cycles = 0;
 
 		for (int i = 0; i < PROF_STAGES; i++)
 			cycles += b->prof.cycles[i] - a->prof.cycles[i];
-		result_ratio("cycles_per_pkt", cycles, pk.frames);
+		result_ratio("cycles_per_pkt", cycles, q->frames);
 	}
-	result_counters(a, b, pk.frames);
+	result_counters(a, b, q->frames);
 	result_end();
 }
 
-int pkt_main(void)
+/* One queue pair's burst loop, from the first snapshot to the drain. */
+static void pkt_run(struct pkt_q *q)
 {
-	struct result_snap a, b;
-
-	pk.vn = net_open();
+	result_snap_of(&q->a, q->vn);
+	q->t_start = q->a.ns;
 	if (pk.mode == PKT_TXONLY)
-		pkt_setup_tx();
-	printf("pkt: mode=%s size=%s rate=%lu flows=%u burst=%u seconds=%lu count=%lu "
-	       "txq=%u rxq=%u ready\n",
-	       pkt_modes[pk.mode], pk.size_str, pk.rate, pk.flows, pk.burst,
-	       (unsigned long)(pk.seconds_ns / 1000000000ull), pk.count, vnet_tx_ring_size(pk.vn),
-	       vnet_rx_ring_size(pk.vn));
-	result_snap(&a);
-	pk.t_start = a.ns;
-	if (pk.mode == PKT_TXONLY)
-		pk.t_first = pk.t_start;
+		q->t_first = q->t_start;
 	for (;;) {
 		uint64_t now;
 		int rc;
 
 		prof_enter(PROF_POLL);
-		rc = vnet_poll(pk.vn);
+		rc = vnet_poll(q->vn);
 		prof_exit();
 		if (rc < 0)
-			pkt_failed();
+			pkt_failed(q);
 		now = clock_ns();
 		if (pk.mode == PKT_TXONLY)
-			pkt_tx_pass(now);
+			pkt_tx_pass(q, now);
 		else
-			pkt_rx_pass(now);
-		vnet_tx_end_burst(pk.vn);
-		if (pkt_done(now))
+			pkt_rx_pass(q, now);
+		vnet_tx_end_burst(q->vn);
+		if (pkt_done(q, now))
 			break;
 		prof_enter(PROF_IDLE);
-		vnet_idle(pk.vn, pkt_deadline, NULL);
+		vnet_idle(q->vn, pkt_deadline, q);
 		prof_exit();
 	}
-	for (unsigned i = 0; i < pk.npend; i++)
-		vnet_rx_release_frame(pk.vn, &pk.pend[i]);
-	pk.fwd_unsent = pk.npend;
-	pk.npend = 0;
-	if (vnet_drain(pk.vn, PKT_DRAIN_NS) == -1) {
+	for (unsigned i = 0; i < q->npend; i++)
+		vnet_rx_release_frame(q->vn, &q->pend[i]);
+	q->fwd_unsent = q->npend;
+	q->npend = 0;
+	q->drain_rc = vnet_drain(q->vn, PKT_DRAIN_NS);
+	result_snap_of(&q->b, q->vn);
+	if (q->t_first)
+		q->a.ns = q->t_first; /* the interval starts at the first frame */
+}
+
+static int pkt_run_ap(void *arg)
+{
+	pkt_run(arg);
+	return 0;
+}
+
+static void pkt_drain_warning(struct pkt_q *q)
+{
+	if (q->drain_rc == -1) {
 		printf("pkt warning: TX not drained within %llu ms\n", PKT_DRAIN_NS / 1000000);
-		vnet_print_rings(pk.vn);
+		vnet_print_rings(q->vn);
 	}
-	result_snap(&b);
-	if (pk.t_first)
-		a.ns = pk.t_first; /* the interval starts at the first frame */
-	pkt_result(&a, &b);
-	vnet_print_counters(pk.vn);
+}
+
+/* mq=N: the pairs' sums, for the total RESULT line. Every counter in
+ * struct vnet_counters is a uint64_t. */
+static void pkt_add_counters(struct vnet_counters *sum, const struct vnet_counters *c)
+{
+	uint64_t *d = (uint64_t *)sum;
+	const uint64_t *x = (const uint64_t *)c;
+
+	_Static_assert(sizeof(*c) % sizeof(uint64_t) == 0, "vnet_counters: uint64_t only");
+	for (size_t i = 0; i < sizeof(*c) / sizeof(uint64_t); i++)
+		d[i] += x[i];
+}
+
+static void pkt_total(void)
+{
+	static struct pkt_q t; /* its pend[] is too large for the stack */
+	struct result_snap a = pq[0].a, b = pq[0].b;
+
+	t.t_first = pq[0].t_first;
+	for (unsigned k = 0; k < pk.mq; k++) {
+		const struct pkt_q *q = &pq[k];
+
+		t.frames += q->frames;
+		t.bytes += q->bytes;
+		t.rx_other += q->rx_other;
+		t.fwd_unsent += q->fwd_unsent;
+		t.tx_full += q->tx_full;
+		t.markers += q->markers;
+		t.seq.frames += q->seq.frames;
+		t.seq.gaps += q->seq.gaps;
+		t.seq.reorder += q->seq.reorder;
+		if (q->t_first && (!t.t_first || q->t_first < t.t_first))
+			t.t_first = q->t_first;
+		if (q->t_last > t.t_last)
+			t.t_last = q->t_last;
+		if (k) {
+			pkt_add_counters(&a.rx, &q->a.rx);
+			pkt_add_counters(&a.tx, &q->a.tx);
+			pkt_add_counters(&b.rx, &q->b.rx);
+			pkt_add_counters(&b.tx, &q->b.tx);
+		}
+	}
+	if (t.t_first)
+		a.ns = t.t_first;
+	pkt_result(&t, &a, &b, -1);
+}
+
+int pkt_main(void)
+{
+	struct vnet *vn = net_open_mq(pk.mq);
+
+	for (unsigned k = 0; k < pk.mq; k++) {
+		pq[k].vn = vnet_queue(vn, k);
+		pq[k].qp = k;
+		if (pk.mode == PKT_TXONLY)
+			pkt_setup_tx(&pq[k]);
+	}
+	printf("pkt: mode=%s size=%s rate=%lu flows=%u burst=%u seconds=%lu count=%lu "
+	       "txq=%u rxq=%u%s ready\n",
+	       pkt_modes[pk.mode], pk.size_str, pk.rate, pk.flows, pk.burst,
+	       (unsigned long)(pk.seconds_ns / 1000000000ull), pk.count, vnet_tx_ring_size(vn),
+	       vnet_rx_ring_size(vn), pk.mq > 1 ? " mq=on" : "");
+	/* mq=N: pair k's loop on CPU k (pkt_configure() checked smp >= mq). */
+	for (unsigned k = 1; k < pk.mq; k++)
+		if (smp_run(k, pkt_run_ap, &pq[k]))
+			kernel_error("pkt", "cannot start queue %u's loop on cpu %u", k, k);
+	pkt_run(&pq[0]);
+	for (unsigned k = 1; k < pk.mq; k++)
+		if (smp_join(k, PKT_JOIN_NS, NULL))
+			kernel_error("pkt",
+			             "queue %u's loop on cpu %u did not end within %llu s of "
+			             "pkt.seconds",
+			             k, k, PKT_JOIN_NS / 1000000000ull);
+	for (unsigned k = 0; k < pk.mq; k++) {
+		pkt_drain_warning(&pq[k]);
+		pkt_result(&pq[k], &pq[k].a, &pq[k].b, pk.mq > 1 ? (int)k : -1);
+	}
+	if (pk.mq > 1)
+		pkt_total();
+	for (unsigned k = 0; k < pk.mq; k++)
+		vnet_print_counters(pq[k].vn);
 	return EXIT_OK;
 }

@@ -17,6 +17,9 @@
 #     --cpu MODEL         QEMU CPU model (default: per accelerator, see below)
 #     --net user|tap:IF|none  NIC backend: slirp, an existing tap, or no NIC
 #     --vhost             with tap: vhost=on (needs /dev/vhost-net)
+#     --queues N          with tap: N queue pairs (-netdev queues=N, the NIC
+#                         mq=on with 2N+2 MSI-X vectors; the tap must have
+#                         been made with multi_queue); the guest's mq=N
 #     --packed            offer the packed virtqueue layout (packed=on, virtio 1.2
 #                         2.8): what RING=packed builds need; split builds ignore it
 #     --nic-opts OPTS     more properties for the NIC device, comma-separated
@@ -53,6 +56,7 @@ machine=pc
 accel=auto
 net=user
 vhost=0
+queues=1
 packed=0
 nic_opts=
 mem=512
@@ -80,6 +84,8 @@ while [ $# -gt 0 ]; do
 	--accel) accel=$2; shift 2 ;;
 	--net) net=$2; shift 2 ;;
 	--vhost) vhost=1; shift ;;
+	--queues) queues=$2; shift 2
+		case "$queues" in ""|*[!0-9]*|0) die "--queues takes a positive integer, not '$queues'" ;; esac ;;
 	--packed) packed=1; shift ;;
 	--nic-opts) nic_opts=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
@@ -230,6 +236,10 @@ tap:*)
 	if [ "$vhost" = 1 ]; then
 		[ -c /dev/vhost-net ] || die "vhost=on needs /dev/vhost-net, which this host does not have"
 		v=",vhost=on"
+	fi
+	if [ "$queues" != 1 ]; then
+		v="$v,queues=$queues"
+		nic="$nic,mq=on,vectors=$((2 * queues + 2))"
 	fi
 	args+=(-netdev "tap,id=n0,ifname=$ifname,script=no,downscript=no$v" -device "$nic")
 	;;

@@ -21,6 +21,8 @@
 #define APIC_TPR     0x080
 #define APIC_EOI     0x0b0
 #define APIC_SVR     0x0f0
+#define APIC_ICR_LO  0x300
+#define APIC_ICR_HI  0x310 /* xAPIC: destination in bits 31:24 */
 #define APIC_LVT_TMR 0x320
 #define APIC_LINT0   0x350
 #define APIC_LINT1   0x360
@@ -35,6 +37,12 @@
 #define LVT_NMI         (4u << 8)
 #define LVT_TSCDEADLINE (2u << 17)
 #define DCR_DIV1        0xb
+#define ICR_FIXED       (0u << 8)
+#define ICR_INIT        (5u << 8)
+#define ICR_STARTUP     (6u << 8)
+#define ICR_PENDING     (1u << 12) /* xAPIC delivery status: send pending */
+#define ICR_ASSERT      (1u << 14)
+#define ICR_WAIT_US     1000 /* an xAPIC ICR that stays pending longer is refused */
 
 #define CAL_US 500 /* one-shot calibration window */
 
@@ -94,6 +102,58 @@ int apic_init(char *err, size_t errlen)
 	printf("apic mode=%s id=%u timer=%s\n", x2 ? "x2apic" : "xapic", apic_id(),
 	       tsc_deadline ? "tsc-deadline" : "oneshot");
 	return 0;
+}
+
+/* An application processor's own local APIC, in the BSP's mode (x2APIC or
+ * not: every CPU of a machine must use the same, SDM 11.12.5), after
+ * smp.c started it. LINT0 stays masked: only the BSP takes the 8259's
+ * virtual wire (MP spec 1.4 3.6.2.2). */
+void apic_ap_init(void)
+{
+	uint64_t base = rdmsr(MSR_APIC_BASE) | APIC_BASE_ENABLE;
+	wrmsr(MSR_APIC_BASE, base);
+	if (x2)
+		wrmsr(MSR_APIC_BASE, base | APIC_BASE_X2);
+	apic_write(APIC_TPR, 0);
+	apic_write(APIC_LVT_ERR, LVT_MASKED);
+	apic_write(APIC_LVT_TMR, LVT_MASKED | (timer_vec > 0 ? (uint32_t)timer_vec : 0));
+	apic_write(APIC_LINT0, LVT_MASKED);
+	apic_write(APIC_LINT1, LVT_NMI);
+	apic_write(APIC_SVR, SVR_ENABLE | IRQ_SPURIOUS_VECTOR);
+}
+
+/* One interprocessor interrupt through the ICR (SDM 11.6.1): x2APIC one
+ * MSR write with the destination in the high half; xAPIC the high word
+ * first (the low word's write sends), then wait for the delivery status
+ * to clear. */
+static int apic_icr(uint32_t dest, uint32_t lo)
+{
+	if (x2) {
+		wrmsr(MSR_X2APIC_FIRST + (APIC_ICR_LO >> 4), (uint64_t)dest << 32 | lo);
+		return 0;
+	}
+	apic_write(APIC_ICR_HI, dest << 24);
+	apic_write(APIC_ICR_LO, lo);
+	uint64_t t0 = clock_ns();
+	while (apic_read(APIC_ICR_LO) & ICR_PENDING)
+		if (clock_ns() - t0 > ICR_WAIT_US * 1000ull)
+			return -1;
+	return 0;
+}
+
+int apic_send_init(uint32_t dest)
+{
+	return apic_icr(dest, ICR_INIT | ICR_ASSERT);
+}
+
+int apic_send_startup(uint32_t dest, uint8_t page)
+{
+	return apic_icr(dest, ICR_STARTUP | ICR_ASSERT | page);
+}
+
+int apic_send_ipi(uint32_t dest, uint8_t vector)
+{
+	return apic_icr(dest, ICR_FIXED | ICR_ASSERT | vector);
 }
 
 void apic_eoi(void)

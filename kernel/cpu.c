@@ -96,11 +96,16 @@ static void identify(void)
 	accel = r[2] & (1u << 31) ? "unknown" : "hw";
 }
 
-void cpu_init(void)
+void cpu_ap_init(void)
 {
 	gdt_load();
 	write_cr0((read_cr0() & ~(uint64_t)CR0_EM) | CR0_MP);
 	write_cr4(read_cr4() | CR4_OSFXSR | CR4_OSXMMEXCPT);
+}
+
+void cpu_init(void)
+{
+	cpu_ap_init();
 	identify();
 }
 

@@ -46,6 +46,7 @@ void kernel_exit(int status) __attribute__((noreturn));
 
 /* cpu.c: GDT, SSE enable, CPU identification, accelerator detection */
 void cpu_init(void);
+void cpu_ap_init(void);             /* an application processor: our GDT and SSE, nothing else */
 void cpu_configure(void);           /* claims accel= (an override) */
 const char *cpu_accel(void);        /* "kvm", "tcg", "hw" or "unknown" */
 uint32_t cpu_hypervisor_leaf(void); /* CPUID leaf of the signature; 0 if none */
@@ -71,6 +72,7 @@ bool pvm_apic_extras_ok(void); /* false: xAPIC and its one-shot timer only */
 
 /* trap.c: exception vectors -> report and exit; the IDT */
 void trap_init(void);
+void trap_load(void); /* load the IDT trap_init() filled (an application processor) */
 void trap_set_gate(uint8_t vector, uint64_t handler); /* 64-bit interrupt gate */
 
 /* irq.c: external interrupts (vectors 32-255). Handlers run only while the
@@ -110,6 +112,14 @@ const char *apic_timer_mode(void);         /* "tsc-deadline" or "oneshot" */
 void apic_timer_init(int vector);          /* calibrates the one-shot mode */
 void apic_timer_arm(uint64_t deadline_ns); /* clock_ns() time; replaces any earlier */
 void apic_timer_cancel(void);
+/* smp.c's: an application processor's own LAPIC (the BSP's mode, LINT0
+ * masked, timer masked); INIT, STARTUP (SIPI, vector = the trampoline's
+ * 4 KiB page number) and fixed IPIs to a destination APIC id. -1 when an
+ * xAPIC ICR stays busy. */
+void apic_ap_init(void);
+int apic_send_init(uint32_t dest);
+int apic_send_startup(uint32_t dest, uint8_t page);
+int apic_send_ipi(uint32_t dest, uint8_t vector);
 
 /* halt.c: sleep until an interrupt or a deadline */
 struct halt_stats {
@@ -208,6 +218,34 @@ void cmdline_only_if(const char *key, bool applies, const char *when);
  * past the last. The other getters refuse a repeated key. */
 const char *cmdline_nth(const char *key, int n);
 void cmdline_finish(void); /* error on any key nobody claimed */
+
+/* smp.c: application processors (smp=N), each with its own stack, GDT and
+ * IDT loaded, local APIC on, and a per-CPU block; they run a function
+ * handed to them and touch nothing shared (the console is the BSP's). */
+#define SMP_MAX 16
+typedef int (*smp_fn)(void *arg);
+struct smp_cpu {
+	unsigned index; /* 0 = the BSP */
+	uint32_t apic_id;
+	uint32_t apic_id_seen; /* what the AP read from its own LAPIC */
+	uintptr_t stack_top;
+	int wake_vector;
+	uint64_t up_ns;         /* INIT to "up" */
+	volatile uint32_t up;   /* the AP: on its own stack, LAPIC on */
+	volatile uint32_t go;   /* the BSP: fn/arg hold a new call */
+	volatile uint32_t done; /* the AP: the call numbered go returned ret */
+	smp_fn fn;
+	void *arg;
+	int ret;
+} __attribute__((aligned(64)));
+void smp_configure(const struct boot_info *bi); /* claims smp=, smp.sipi= */
+void smp_start(void);                           /* after cmdline_finish() */
+unsigned smp_cpus(void);                        /* CPUs running, the BSP included */
+unsigned smp_requested(void);                   /* smp=N as configured (smp_configure() on) */
+/* Run fn(arg) on application processor cpu (1..smp_cpus()-1); -1 if it is
+ * not idle. smp_join() waits at most timeout_ns for it: 0 and *ret, or -1. */
+int smp_run(unsigned cpu, smp_fn fn, void *arg);
+int smp_join(unsigned cpu, uint64_t timeout_ns, int *ret);
 
 /* selftest.c: test=fault|clock kernel self-tests */
 void selftest_configure(void);

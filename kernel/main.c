@@ -63,9 +63,11 @@ void kernel_main(struct boot_info *bi)
 	pci_init();
 	mmiodev_init();
 
+	smp_configure(bi);
 	selftest_configure();
 	app_configure();
 	cmdline_finish();
+	smp_start();
 
 	printf("vnetlab ready boot_us=%lu pci=%s pci_functions=%d mmio_devices=%d\n",
 	       clock_tsc_to_ns(rdtsc() - boot_tsc) / 1000, pci_access_method(), pci_count(),

@@ -52,15 +52,20 @@ void trap_set_gate(uint8_t vector, uint64_t handler)
 	};
 }
 
-void trap_init(void)
+void trap_load(void)
 {
-	for (int i = 0; i < 32; i++)
-		trap_set_gate((uint8_t)i, isr_table[i]);
 	struct __attribute__((packed)) {
 		uint16_t limit;
 		uint64_t base;
 	} d = {sizeof(idt) - 1, (uintptr_t)idt};
 	__asm__ volatile("lidt %0" : : "m"(d));
+}
+
+void trap_init(void)
+{
+	for (int i = 0; i < 32; i++)
+		trap_set_gate((uint8_t)i, isr_table[i]);
+	trap_load();
 }
 
 /* A frame pointer is plausible if it is aligned and inside identity-mapped

@@ -138,7 +138,7 @@ VARIANT_DIR := $(O)/v
 # compiles them; these are compiled once per variant (and, for a packed
 # variant, virtq_packed.c with them, so it too builds -Werror).
 VARIANT_SRCS := drivers/virtio/vnet.c drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c \
-	drivers/virtio/vnet_idle.c
+	drivers/virtio/vnet_idle.c drivers/virtio/vnet_mq.c
 variant_objs = $(patsubst drivers/virtio/%.c,$(VARIANT_DIR)/$(1)/%.o,$(VARIANT_SRCS) \
 	$(if $(call variant_packed,$(1)),$(call ring_file,packed)))
 # A linked variant gets all its driver objects (with its ring file), so

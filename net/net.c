@@ -231,8 +231,13 @@ static void print_counters_on_error(void)
 
 struct vnet *net_open(void)
 {
+	return net_open_mq(1);
+}
+
+struct vnet *net_open_mq(unsigned pairs)
+{
 	char err[160];
-	vn = vnet_open(err, sizeof(err));
+	vn = vnet_open_mq(pairs, err, sizeof(err));
 	if (!vn)
 		kernel_error("virtio-net", "%s", err);
 	kernel_set_error_hook(print_counters_on_error);

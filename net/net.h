@@ -18,6 +18,7 @@ void net_configure_link(void); /* backend= alone, for a driver-only app (net_con
  * then prints the driver's counters and rings; net_vnet() and the result
  * line's labels work as with net_up(). */
 struct vnet *net_open(void);
+struct vnet *net_open_mq(unsigned pairs); /* app=pkt mq=N: the first pair (vnet_queue()) */
 /* Open the NIC, add the netif, configure IPv4 (static or DHCP, bounded
  * wait). Prints "net ip=... gw=... mac=..." or an ERROR line and exits. */
 void net_up(void);

@@ -14,10 +14,15 @@
 
 void result_snap(struct result_snap *s)
 {
-	vnet_counters(net_vnet(), &s->rx, &s->tx);
+	result_snap_of(s, net_vnet());
+}
+
+void result_snap_of(struct result_snap *s, const struct vnet *vn)
+{
+	vnet_counters(vn, &s->rx, &s->tx);
 	s->netif = *vnetif_stats();
 	s->off = offload_st;
-	vnet_idle_counters(net_vnet(), &s->idle);
+	vnet_idle_counters(vn, &s->idle);
 	if (VNETLAB_PROFILE)
 		prof_snap(&s->prof);
 	s->lwip_drops = net_lwip_drops() + vnetif_tx_drops();

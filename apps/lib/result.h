@@ -46,6 +46,8 @@ struct result_snap {
 };
 
 void result_snap(struct result_snap *s); /* counters and clock now */
+/* The same for one queue pair (app=pkt with mq=N: each pair's own). */
+void result_snap_of(struct result_snap *s, const struct vnet *vn);
 
 /* A measured interval: the counters at its start and at its end, and its
  * bounds on the guest clock (the end: the one given, if after the start,

@@ -41,14 +41,25 @@
 #define VIRTIO_NET_F_HOST_UFO   14
 #define VIRTIO_NET_F_MRG_RXBUF  15
 #define VIRTIO_NET_F_STATUS     16
+#define VIRTIO_NET_F_CTRL_VQ    17
+#define VIRTIO_NET_F_MQ         22
 
 #define VIRTIO_BIT(f) (1ull << (f))
 
 /* 5.1.4 Network device configuration layout (offsets in device config) */
-#define VIRTIO_NET_CFG_MAC    0
-#define VIRTIO_NET_CFG_STATUS 6
-#define VIRTIO_NET_CFG_MTU    10
-#define VIRTIO_NET_S_LINK_UP  1
+#define VIRTIO_NET_CFG_MAC          0
+#define VIRTIO_NET_CFG_STATUS       6
+#define VIRTIO_NET_CFG_MAX_VQ_PAIRS 8 /* le16, with VIRTIO_NET_F_MQ */
+#define VIRTIO_NET_CFG_MTU          10
+
+/* 5.1.6.5 control virtqueue: class, command, data, then the ack the
+ * device writes; 5.1.6.5.5 the multiqueue class. */
+#define VIRTIO_NET_OK                   0
+#define VIRTIO_NET_CTRL_MQ              4
+#define VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET 0
+#define VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MIN 1
+#define VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MAX 0x8000
+#define VIRTIO_NET_S_LINK_UP            1
 
 /* 5.1.6 struct virtio_net_hdr; with VERSION_1 num_buffers is always there,
  * so the header is 12 bytes whether or not MRG_RXBUF is negotiated. */

@@ -99,7 +99,7 @@ extern const struct virtio_transport_ops virtio_mmio_ops;
 
 /* Interrupt counters, the same slots on both transports: [0] config
  * changes, [1 + q] used buffers of queue q (INTx and the MMIO line count
- * all queues in [1]), [VIRTIO_PCI_MAX_QUEUES + 1] interrupts with nothing
+ * all queues in [1]), [VIRTIO_PCI_IRQ_QUEUES + 1] interrupts with nothing
  * to say. */
 #define VIRTIO_DEV_IRQ_SLOTS VIRTIO_PCI_IRQ_SLOTS
 

@@ -187,7 +187,7 @@ static void virtio_mmio_irq(void *arg)
 		vm->config_changed = true;
 	}
 	if (!(st & (VM_INT_USED_BUFFER | VM_INT_CONFIG)))
-		vm->irqs[VIRTIO_PCI_MAX_QUEUES + 1]++;
+		vm->irqs[VIRTIO_PCI_IRQ_QUEUES + 1]++;
 }
 
 int virtio_mmio_irq_setup(struct virtio_mmio *vm, char *err, size_t errlen)

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "drivers/virtio/virtq.h"
-#include "drivers/virtio/virtio_pci.h" /* VIRTIO_PCI_MAX_QUEUES, the irq slots */
+#include "drivers/virtio/virtio_pci.h" /* VIRTIO_PCI_IRQ_QUEUES, the irq slots */
 
 struct mmio_dev; /* kernel.h */
 
@@ -24,7 +24,7 @@ struct virtio_mmio {
 	bool irq_on;       /* the halt policies asked for the interrupt */
 	/* Interrupt counts, laid out as virtio_pci's irqs[]: [0] config
 	 * changes, [1] used buffers (one line: queues cannot be told apart),
-	 * [VIRTIO_PCI_MAX_QUEUES + 1] interrupts with InterruptStatus 0. */
+	 * [VIRTIO_PCI_IRQ_QUEUES + 1] interrupts with InterruptStatus 0. */
 	volatile uint64_t irqs[VIRTIO_PCI_IRQ_SLOTS];
 	volatile bool config_changed;
 };

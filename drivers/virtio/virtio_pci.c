@@ -316,7 +316,7 @@ static void virtio_pci_intx(void *arg)
 		vp->config_changed = true;
 	}
 	if (!(isr & (VIRTIO_PCI_ISR_QUEUE | VIRTIO_PCI_ISR_CONFIG)))
-		vp->irqs[VIRTIO_PCI_MAX_QUEUES + 1]++;
+		vp->irqs[VIRTIO_PCI_IRQ_QUEUES + 1]++;
 }
 
 static uint8_t virtio_pci_find_cap(const struct pci_dev *d, uint8_t id)
@@ -367,7 +367,7 @@ static int virtio_pci_msix_setup(struct virtio_pci *vp, char *err, size_t errlen
 	uint32_t table = pci_cfg_read32(d, cap + MSIX_TABLE);
 	unsigned bir = table & 7;
 	uint32_t off = table & ~7u;
-	unsigned used = entries < 1 + VIRTIO_PCI_MAX_QUEUES ? entries : 1 + VIRTIO_PCI_MAX_QUEUES;
+	unsigned used = entries < 1 + VIRTIO_PCI_IRQ_QUEUES ? entries : 1 + VIRTIO_PCI_IRQ_QUEUES;
 
 	if (bir > 5) {
 		snprintf(err, errlen, "MSI-X table in BAR%u", bir);
@@ -410,7 +410,7 @@ static int virtio_pci_msix_setup(struct virtio_pci *vp, char *err, size_t errlen
 		virtio_pci_msix_off(d, cap, ctrl);
 		return -1;
 	}
-	for (unsigned q = 0; q < VIRTIO_PCI_MAX_QUEUES; q++)
+	for (unsigned q = 0; q < VIRTIO_PCI_IRQ_QUEUES; q++)
 		vp->queue_msix[q] = (uint16_t)(1 + q < used ? 1 + q : used - 1);
 	printf("virtio-pci: msix table=bar%u+0x%lx entries=%u used=%u\n", bir, (unsigned long)off,
 	       entries, used);
@@ -529,7 +529,7 @@ int virtio_pci_queue_setup(struct virtio_pci *vp, struct virtq *vq, uint16_t qid
 	 * to this vector into queue_msix_vector. Read queue_msix_vector: on
 	 * success, previously written value is returned; on failure,
 	 * NO_VECTOR value is returned." Only the halt policies enable it. */
-	if (vp->irq_mode == VIRTIO_PCI_IRQ_MSIX) {
+	if (vp->irq_mode == VIRTIO_PCI_IRQ_MSIX && qidx < VIRTIO_PCI_IRQ_QUEUES) {
 		mmio_write16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_MSIX), vp->queue_msix[qidx]);
 		if (mmio_read16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_MSIX)) !=
 		    vp->queue_msix[qidx]) {

@@ -13,7 +13,12 @@
 #include <stdint.h>
 #include "drivers/virtio/virtq.h"
 
-#define VIRTIO_PCI_MAX_QUEUES 2
+/* Queues the driver can set up: receiveq1..N, transmitq1..N and the
+ * control queue at 2 * max_virtqueue_pairs (virtio 1.2 5.1.2), for up to
+ * 8 pairs. Interrupts (halt policies) only for the first pair: the MSI-X
+ * entries and counters are VIRTIO_PCI_IRQ_QUEUES'. */
+#define VIRTIO_PCI_MAX_QUEUES 17
+#define VIRTIO_PCI_IRQ_QUEUES 2
 
 struct pci_dev; /* kernel.h */
 
@@ -32,9 +37,9 @@ enum virtio_pci_irq_mode {
 
 /* Interrupt counts, bumped by the handlers: [0] configuration changes,
  * [1 + q] used buffers of queue q. INTx cannot tell queues apart: all of
- * them land in [1]; [VIRTIO_PCI_MAX_QUEUES + 1] counts INTx interrupts
+ * them land in [1]; [VIRTIO_PCI_IRQ_QUEUES + 1] counts INTx interrupts
  * whose ISR status was 0 (a shared line, or a spurious one). */
-#define VIRTIO_PCI_IRQ_SLOTS (VIRTIO_PCI_MAX_QUEUES + 2)
+#define VIRTIO_PCI_IRQ_SLOTS (VIRTIO_PCI_IRQ_QUEUES + 2)
 
 struct virtio_pci {
 	const struct pci_dev *pci;
@@ -45,7 +50,7 @@ struct virtio_pci {
 	uint64_t features; /* accepted by the driver */
 	struct virtio_pci_notify notify[VIRTIO_PCI_MAX_QUEUES];
 	enum virtio_pci_irq_mode irq_mode;
-	uint16_t queue_msix[VIRTIO_PCI_MAX_QUEUES]; /* MSI-X table entry per queue */
+	uint16_t queue_msix[VIRTIO_PCI_IRQ_QUEUES]; /* MSI-X table entry per queue */
 	volatile uint64_t irqs[VIRTIO_PCI_IRQ_SLOTS];
 	volatile bool config_changed; /* set by the handler, cleared by the driver */
 };

@@ -18,7 +18,7 @@
 #define VNET_STATUS_CHECK_NS     10000000ull
 #define VNET_STATUS_CLOCK_PASSES 64u
 
-static struct vnet vnet_dev;
+static struct vnet vnet_dev[VNET_MQ_MAX];
 
 /* First failure wins; the run must end with an error result. */
 void vnet_fail(struct vnet *vn, const char *fmt, ...)
@@ -89,6 +89,8 @@ static void vnet_feature_names(uint64_t f, char *buf, size_t len)
 	    {VIRTIO_F_RING_PACKED, "RING_PACKED"},
 	    {VIRTIO_F_ACCESS_PLATFORM, "ACCESS_PLATFORM"},
 	    {VIRTIO_F_ORDER_PLATFORM, "ORDER_PLATFORM"},
+	    {VIRTIO_NET_F_CTRL_VQ, "CTRL_VQ"},
+	    {VIRTIO_NET_F_MQ, "MQ"},
 	};
 	size_t used = 0;
 
@@ -158,7 +160,8 @@ static unsigned vnet_offloads_of(uint64_t f)
 static int vnet_negotiate(struct vnet *vn, char *err, size_t errlen)
 {
 	uint64_t offered = virtio_dev_device_features(&vn->vd);
-	uint64_t f = vnet_feature_deps(offered & vnet_wanted_features());
+	uint64_t f =
+	    vnet_feature_deps(offered & (vnet_wanted_features() | vnet_mq_features(vn->pairs)));
 
 	vn->offered = offered;
 	uint16_t v16;
@@ -212,6 +215,8 @@ static int vnet_negotiate(struct vnet *vn, char *err, size_t errlen)
 	vn->max_frame = vn->mtu + 18u;
 	vn->features = f;
 	vn->offloads = vnet_offloads_of(f);
+	if (vnet_mq_check(vn, err, errlen))
+		return -1;
 	virtio_dev_set_features(&vn->vd, f);
 	return 0;
 }
@@ -297,6 +302,37 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 	    virtio_dev_queue_setup(&vn->vd, &vn->txq, VNET_TXQ,
 	                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why, sizeof(why)))
 		return vnet_step_fail(vn, err, errlen, "step 7 (queues)", why);
+	/* More pairs (vnet_mq.c): 2k and 2k+1 for pair k, then the control
+	 * queue. Each pair copies pair 0's device-wide state. */
+	for (unsigned k = 1; k < vn->pairs; k++) {
+		struct vnet *q = &vnet_dev[k];
+
+		memset(q, 0, sizeof(*q));
+		q->vd = vn->vd;
+		q->qp = k;
+		q->pairs = vn->pairs;
+		q->max_pairs = vn->max_pairs;
+		q->offered = vn->offered;
+		q->features = vn->features;
+		memcpy(q->mac, vn->mac, 6);
+		q->mtu = vn->mtu;
+		q->max_frame = vn->max_frame;
+		q->offloads = vn->offloads;
+		q->idle.coal_k = 1;
+		if (virtio_dev_queue_setup(&q->vd, &q->rxq, (uint16_t)(2 * k),
+		                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why,
+		                           sizeof(why)) ||
+		    virtio_dev_queue_setup(&q->vd, &q->txq, (uint16_t)(2 * k + 1),
+		                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why,
+		                           sizeof(why)))
+			return vnet_step_fail(vn, err, errlen, "step 7 (queues)", why);
+		if (!vnet_fences_reach_device()) {
+			virtq_set_sync(&q->rxq, vnet_dev_sync, q);
+			virtq_set_sync(&q->txq, vnet_dev_sync, q);
+		}
+	}
+	if (vnet_mq_setup(vn, why, sizeof(why)))
+		return vnet_step_fail(vn, err, errlen, "step 7 (control queue)", why);
 	/* The Makefile links virtq.c or virtq_packed.c by the same RING=
 	 * that set VNET_RING; a mix would drive one layout as the other. */
 	if (vn->rxq.packed != VNET_IS_RING_PACKED)
@@ -317,25 +353,60 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 			                      "cannot read the link status");
 		vn->link_up = st & VIRTIO_NET_S_LINK_UP;
 	}
-	vnet_tx_setup(vn);
-	vnet_rx_setup(vn);
-	vn->rx_quota = VNET_RX_BUDGET;
+	for (unsigned k = 0; k < vn->pairs; k++) {
+		struct vnet *q = &vnet_dev[k];
+
+		q->link_up = vn->link_up;
+		vnet_tx_setup(q);
+		vnet_rx_setup(q);
+		q->rx_quota = VNET_RX_BUDGET;
+	}
 	/* "8. Set the DRIVER_OK status bit. At this point the device is
 	 * 'live'." Only now may the device be notified (3.1.1, 2.7.13.4). */
 	virtio_dev_add_status(&vn->vd, VIRTIO_STATUS_DRIVER_OK);
 	if (vnet_check(vn))
 		return vnet_step_fail(vn, err, errlen, "step 8 (DRIVER_OK)", vn->error);
-	if (virtq_kick_prepare(&vn->rxq))
-		virtq_notify(&vn->rxq);
+	for (unsigned k = 0; k < vn->pairs; k++)
+		if (virtq_kick_prepare(&vnet_dev[k].rxq))
+			virtq_notify(&vnet_dev[k].rxq);
+	/* Only now may the device use the other pairs (5.1.6.5.5). */
+	if (vnet_mq_set_pairs(vn, why, sizeof(why)))
+		return vnet_step_fail(vn, err, errlen, "step 8 (VQ_PAIRS_SET)", why);
 	return 0;
 }
 
 struct vnet *vnet_open(char *err, size_t errlen)
 {
-	struct vnet *vn = &vnet_dev;
+	return vnet_open_mq(1, err, errlen);
+}
+
+unsigned vnet_queue_pairs(const struct vnet *vn)
+{
+	return vn->pairs;
+}
+
+unsigned vnet_queue_index(const struct vnet *vn)
+{
+	return vn->qp;
+}
+
+struct vnet *vnet_queue(struct vnet *vn, unsigned qp)
+{
+	return qp < vn->pairs ? &vnet_dev[qp] : NULL;
+}
+
+struct vnet *vnet_open_mq(unsigned pairs, char *err, size_t errlen)
+{
+	struct vnet *vn = &vnet_dev[0];
 	char feats[160];
 
+	if (pairs < 1 || pairs > VNET_MQ_MAX) {
+		snprintf(err, errlen, "%u queue pairs: this driver takes 1..%u", pairs,
+		         VNET_MQ_MAX);
+		return NULL;
+	}
 	memset(vn, 0, sizeof(*vn));
+	vn->pairs = pairs;
 	vn->idle.coal_k = 1; /* RX_COALESCE's k: one entry until halts teach it more */
 	if (virtio_dev_probe(&vn->vd, VIRTIO_ID_NET, err, errlen))
 		return NULL;

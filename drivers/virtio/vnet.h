@@ -156,6 +156,14 @@ typedef void (*vnet_tx_done_fn)(void *arg, void *cookie);
 /* Find and initialise the first virtio-net device (virtio 1.2 3.1.1). On
  * failure returns NULL and writes the failed step and reason into err. */
 struct vnet *vnet_open(char *err, size_t errlen);
+/* The same with `pairs` queue pairs (VIRTIO_NET_F_MQ, 1..8; 1 = vnet_open):
+ * the first pair's struct vnet; vnet_queue() gives each pair's, which the
+ * whole surface below takes like the first one's. Pairs share nothing, so
+ * each may be driven from its own CPU. */
+struct vnet *vnet_open_mq(unsigned pairs, char *err, size_t errlen);
+unsigned vnet_queue_pairs(const struct vnet *vn);
+struct vnet *vnet_queue(struct vnet *vn, unsigned qp); /* NULL past the last */
+unsigned vnet_queue_index(const struct vnet *vn);      /* this pair's: 0.. */
 const uint8_t *vnet_mac(const struct vnet *vn);
 uint16_t vnet_mtu(const struct vnet *vn);          /* IP MTU (1500 unless the device says less) */
 bool vnet_link_up(const struct vnet *vn);          /* true without the STATUS feature */

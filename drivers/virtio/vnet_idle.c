@@ -231,7 +231,7 @@ void vnet_idle_counters(const struct vnet *vn, struct vnet_idle_stats *s)
 	*s = vn->idle;
 	s->dev_syncs = vn->rxq.stats.syncs + vn->txq.stats.syncs;
 	s->irq_cfg = virtio_dev_irqs(&vn->vd)[0];
-	s->irq_other = virtio_dev_irqs(&vn->vd)[VIRTIO_PCI_MAX_QUEUES + 1];
+	s->irq_other = virtio_dev_irqs(&vn->vd)[VIRTIO_PCI_IRQ_QUEUES + 1];
 	if (!VNET_IS_IDLE_POLL)
 		s->irq_other += irq_unexpected() + irq_spurious();
 }

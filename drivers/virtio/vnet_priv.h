@@ -16,8 +16,9 @@
 #define VNET_TRACE 0
 #endif
 
-#define VNET_RXQ 0 /* 5.1.2: receiveq1 */
-#define VNET_TXQ 1 /* transmitq1 */
+#define VNET_RXQ    0 /* 5.1.2: receiveq1 */
+#define VNET_TXQ    1 /* transmitq1 */
+#define VNET_MQ_MAX 8 /* queue pairs (vnet_open_mq()); VIRTIO_PCI_MAX_QUEUES follows */
 
 /*
  * RX buffer layout (one per RX descriptor), VNET_RX_BUF_SIZE bytes:
@@ -51,8 +52,15 @@ struct vnet_tx_slot {
 	uint16_t next_free;
 };
 
+/* One queue pair. Pair 0 brought the device up; pairs 1.. (multiqueue,
+ * vnet_mq.c) hold a copy of its struct virtio_dev, whose ops and t point
+ * at pair 0's transport state (read-only after bring-up), and every other
+ * field of their own. */
 struct vnet {
 	struct virtio_dev vd;
+	unsigned qp;        /* this pair's index: receiveq qp+1 is queue 2*qp */
+	unsigned pairs;     /* pairs in use (pair 0's; the same in each) */
+	unsigned max_pairs; /* the device's max_virtqueue_pairs (1 without MQ) */
 	struct virtq rxq, txq;
 	uint64_t offered, features;
 	uint8_t mac[6];
@@ -115,6 +123,12 @@ static inline void vnet_trace(struct vnet *vn, char ev)
 /* vnet.c */
 void vnet_fail(struct vnet *vn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void vnet_status_check(struct vnet *vn); /* device status + link now */
+
+/* vnet_mq.c */
+uint64_t vnet_mq_features(unsigned pairs);
+int vnet_mq_check(struct vnet *vn, char *err, size_t errlen);
+int vnet_mq_setup(struct vnet *vn, char *err, size_t errlen);
+int vnet_mq_set_pairs(struct vnet *vn, char *err, size_t errlen);
 
 /* vnet_tx.c */
 void vnet_tx_setup(struct vnet *vn);
