@@ -81,11 +81,17 @@ def test_ndr_report_table_and_matrix(t):
             raise Fail(f"RFC 2544 table lacks {want!r}:\n{text}")
     if text.index("| 64 |") > text.index("| 1518 |") or text.index("| 1518 |") > text.index("| imix |"):
         raise Fail(f"rows not in frame-size order:\n{text}")
+    import guests
+
     settings, defs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "ndr.txt"))
-    m = matrix.Matrix(settings, defs, lambda v: None, ("vnetlab",))
-    sizes = [r.params["size"] for r in m.runs()]
-    if sizes != ["64", "128", "256", "512", "1024", "1518", "imix"] or m.tests != ["ndr"]:
-        raise Fail(f"matrices/ndr.txt: expected one ndr run per frame size, got {m.tests} {sizes}")
+    m = matrix.Matrix(settings, defs, lambda v: None, list(guests.KINDS))
+    runs = m.runs()
+    sizes = ["64", "128", "256", "512", "1024", "1518", "imix"]
+    cells = sorted((r.column, r.backend, r.params["size"]) for r in runs)
+    want = sorted((c, b, z) for c in ("base", "pkt", "linux") for b in ("tap", "vhost-user") for z in sizes)
+    if cells != want or m.tests != ["ndr"]:
+        raise Fail(f"matrices/ndr.txt: expected one ndr run per frame size, column (base, pkt, linux) and "
+                   f"backend (tap, vhost-user), got {m.tests} {cells}")
 
 
 def test_ndr_pkt2011_matrix_expands(t):
