@@ -14,11 +14,12 @@
  *                       a server does what each iperf client asks
  *   stream.msg=N [16384] bytes per write, 1..65535 (iperf -l)
  *   stream.instances=N [1] client: connections (iperf -P), 1..32; server:
- *                       connections to wait for (also taken from the header)
+ *                       TCP connections to wait for (also taken from the
+ *                       header; UDP flows: from theirs)
  *   stream.warmup=S [1]  seconds not measured at the start
  *   stream.seconds=S     client: measured seconds [10]; server: cap [600]
  *   stream.port=N [5001] iperf's default port
- *   stream.check=0|1 [0] verify every received byte against iperf's pattern,
+ *   stream.check=0|1 [0] verify every received TCP byte against iperf's pattern,
  *                       in records of the sender's write length: a client's
  *                       -l from its header; stream.msg when a server sends
  *                       to us (our header asks iperf -s 2.1.8 for it)

@@ -168,7 +168,7 @@ class Vnetlab:
                 # The host client decides sizes and duration; the server
                 # waits for it and ends when it stops asking.
                 k.update({"rr.warmup": self.m.warmup, "rr.wait": 60})
-        elif test in ("tcp_stream", "tcp_maerts"):
+        elif test in ("tcp_stream", "tcp_maerts", "udp_stream"):
             k.update({"app": "stream", "stream.role": self.m.stream_role, "stream.warmup": self.m.warmup})
             if self.m.stream_role == "client":
                 k.update({"stream.test": test[4:], "stream.peer": backend.host_ip,
@@ -390,6 +390,8 @@ class Linux:
             return "the linux guest only serves (stock sockperf server): use rr.role=server"
         if kind == "stream" and self.m.stream_role != "server":
             return "the linux guest only serves (stock iperf -s): use stream.role=server"
+        if test == "udp_stream":
+            return "udp_stream: the linux guest's iperf -s serves TCP only"
         if test == "ping" and backend.name == "user":
             return "slirp does not forward ICMP to the guest: ping needs tap, vhost or vhost-user"
         if kind in ("pkt", "ndr") and backend.name == "user":
@@ -534,6 +536,8 @@ class Loopback:
             return "loopback only serves (stock sockperf server): use rr.role=server"
         if kind == "stream" and self.m.stream_role != "server":
             return "loopback only serves (stock iperf -s): use stream.role=server"
+        if test == "udp_stream":
+            return "udp_stream: the loopback server serves TCP only"
         return None
 
     def start(self, run, backend, timeout):

@@ -27,6 +27,8 @@ TESTS = {
     "udp_rr": dict(kind="rr", proto="udp", row="instances", metric="tps", up=True),
     "tcp_stream": dict(kind="stream", row="msg", metric="mbps", up=True),
     "tcp_maerts": dict(kind="stream", row="msg", metric="mbps", up=True),
+    # host `iperf -u -c -b stream.udp_rate` into the appliance's stream server
+    "udp_stream": dict(kind="stream", row="msg", metric="mbps", up=True),
     "ping": dict(kind="ping", row="size", metric="lat_p50_ns", up=False),
     # host memcaslap against a memcached server (mcload.py); rows = its -c
     "memcached": dict(kind="memcached", row="instances", metric="tps", up=True),
@@ -74,6 +76,7 @@ KEYS = {
     "stream.sizes": ("256,1K,4K,16K", "message sizes (table rows)"),
     "stream.instances": ("1,4", "concurrent streams"),
     "stream.role": ("client", "client: the appliance connects to a host `iperf -s` (sending, or receiving like iperf -R); server: a host `iperf -c` drives the appliance"),
+    "stream.udp_rate": ("50M", "udp_stream: the host iperf's offered rate (iperf -u -b, bits/s with K/M/G)"),
     "stream.cc": ("cubic", "TCP congestion control of the host's sending iperf (iperf -Z), the same for every column: cubic (Linux's default), any name in /proc/sys/net/ipv4/tcp_available_congestion_control, or host = this host's net.ipv4.tcp_congestion_control. Default cubic because BBR without the fq qdisc paces from a per-socket hrtimer whose cost and rate cap (~10 Gbit/s for one flow on this machine kind) are the host's, not the guest's"),
     "ping.sizes": ("56", "ICMP payload sizes (table rows)"),
     "memcached.concurrency": ("128", "memcached: memcaslap -c (connections; table rows)"),
@@ -270,7 +273,7 @@ class Matrix:
 
         self.tests = []
         for t in split_list(s["tests"]):
-            t = t.lower()  # netperf's names: TCP_RR, UDP_RR, TCP_STREAM, TCP_MAERTS
+            t = t.lower()  # netperf's names: TCP_RR, UDP_RR, TCP_STREAM, TCP_MAERTS, UDP_STREAM
             t = TEST_ALIASES.get(t, t)
             if t not in TESTS:
                 raise BenchError(f"unknown test '{t}': known are {', '.join(TESTS)} (aliases {', '.join(TEST_ALIASES)})")
@@ -322,6 +325,15 @@ class Matrix:
             if not 1 <= z <= 65535:
                 raise BenchError(f"stream size {z} out of range 1..65535 (one write of the appliance)")
         self.stream_instances = self._ints("stream.instances", 1, 32)
+        self.stream_udp_rate = str(s["stream.udp_rate"]).strip()
+        if "udp_stream" in self.tests:
+            if self.stream_role != "server":
+                raise BenchError("udp_stream needs stream.role=server: a host `iperf -u -c` drives the appliance's "
+                                 "stream server (the appliance has no UDP client)")
+            if not re.fullmatch(r"\d+(\.\d+)?[KMG]?", self.stream_udp_rate):
+                raise BenchError(f"bad stream.udp_rate '{self.stream_udp_rate}' (bits/s, e.g. 50M)")
+            if max(self.stream_sizes) > 65507:
+                raise BenchError("udp_stream: stream.sizes above 65507 do not fit one UDP datagram")
         self.stream_cc = host_cc(str(s["stream.cc"]).strip())
         self.ping_sizes = [parse_size(x) for x in split_list(s["ping.sizes"])]
         self.pkt_sizes, self.ndr_sizes = [], []
@@ -470,7 +482,7 @@ class Matrix:
                 for i in self.rr_instances
             ]
         if kind == "stream":
-            return [dict(msg=m, instances=i, seconds=self.seconds, cc=self.stream_cc)
+            return [dict(msg=m, instances=i, seconds=self.seconds, cc=self.stream_cc, udp_rate=self.stream_udp_rate)
                     for i in self.stream_instances for m in self.stream_sizes]
         if kind == "memcached":
             return [dict(instances=c, threads=t, seconds=self.seconds)
@@ -536,6 +548,7 @@ class Matrix:
             "stream.instances": self.stream_instances,
             "stream.role": self.stream_role,
             "stream.cc": self.stream_cc,
+            "stream.udp_rate": self.stream_udp_rate,
             "ping.sizes": self.ping_sizes,
             "memcached.concurrency": self.mc_concurrency,
             "memcached.threads": self.mc_threads,

@@ -8,7 +8,9 @@ their output says.
                         (tcp_maerts: the appliance asks, like iperf -R,
                         and the server writes -l MSG bytes at a time)
   stream, appliance server   `iperf -c` sends to it (tcp_maerts) or, with
-                        -R, receives from it (tcp_stream)
+                        -R, receives from it (tcp_stream); `iperf -u -c -b
+                        RATE` sends datagrams (udp_stream), whose server
+                        report gives peer_udp_lost and peer_udp_datagrams
   ping                  `ping -A` (adaptive: one echo in flight, like an RR);
                         every reply's time gives the percentiles
   memcached             `memcaslap` drives the server (mcload.py)
@@ -189,7 +191,17 @@ def parse_iperf(lines):
             per[m.group(1)] = float(m.group(3))
     if total is None and per:
         total = sum(per.values())
-    return {"peer_mbps": total} if total is not None else {}
+    out = {"peer_mbps": total} if total is not None else {}
+    # iperf -u: the server report's "Lost/Total" per flow (the last line of each)
+    udp = {}
+    for l in lines:
+        m = re.search(r"^\[\s*(\w+)\].* ms\s+(\d+)/(\d+) \(", l)
+        if m:
+            udp[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+    if udp:
+        out["peer_udp_lost"] = sum(v[0] for v in udp.values())
+        out["peer_udp_datagrams"] = sum(v[1] for v in udp.values())
+    return out
 
 
 def cc_args(params):
@@ -229,6 +241,8 @@ class IperfClient(Iperf):
              "-t", str(self.params["seconds"] + self.warmup), "-P", str(self.params["instances"])]
         if self.test == "tcp_stream":
             return a + ["-R"]  # the guest sends with its own congestion control
+        if self.test == "udp_stream":
+            return a + ["-u", "-b", self.params["udp_rate"]]
         return a + cc_args(self.params)
 
 
@@ -316,7 +330,7 @@ def for_test(test, roles, backend, params, pin="", warmup=0):
         cls = SockperfServer if roles["rr"] == "client" else SockperfPingPong
         if cls is SockperfPingPong and params.get("mps"):
             cls = SockperfUnderLoad
-    elif test in ("tcp_stream", "tcp_maerts"):
+    elif test in ("tcp_stream", "tcp_maerts", "udp_stream"):
         cls = IperfServer if roles["stream"] == "client" else IperfClient
     elif test == "memcached":
         from mcload import Memcaslap  # mcload imports this module

@@ -324,6 +324,27 @@ def test_stream_server_udp_gap_reorder_and_bad_datagrams(t):
         g.expect(r"^stream: refusing a UDP flow: dual test")
 
 
+def test_stream_server_bad_peers_are_errors(t):
+    # Only malformed datagrams: no client, and the ERROR says what came.
+    with t.netns() as ns:
+        g = serve(t, ns, "app=stream stream.role=server stream.wait=3", r"^stream server listening")
+        code = (f"import socket; s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.connect(('{NS_GUEST_IP}',"
+                f"{STREAM_PORT})); s.send(b'x'); s.send(bytes(11))")
+        run_peer(ns, [sys.executable, "-c", code], timeout=10)
+        g.wait()
+        expect_error(g, "stream", r"no iperf client on TCP or UDP port 5001 within 3 s \(2 malformed, 0 refused "
+                                  r"UDP datagrams\)", 20)
+    # A dual test (-d header) whose listening port is closed: the back
+    # connection is refused, an ERROR at once, not a wait.
+    code = (f"import socket,struct,time\ns=socket.create_connection(('{NS_GUEST_IP}',{STREAM_PORT}),timeout=10)\n"
+            "s.sendall(struct.pack('>Iiiiii',0xc0010079,1,5999,1000,0,-300)+bytes(36))\ntime.sleep(3)\n")
+    with t.netns() as ns:
+        g = serve(t, ns, "app=stream stream.role=server", r"^stream server listening")
+        run_peer(ns, [sys.executable, "-c", code], timeout=20)
+        g.wait()
+        expect_error(g, "stream", r"back connection \(iperf -d/-r\) to the client's port 5999 refused", 25)
+
+
 def test_stream_server_iperf_dual_and_tradeoff(t):
     for mode, test in (("-d", "tcp_dual"), ("-r", "tcp_tradeoff")):
         with t.netns() as ns:

@@ -245,6 +245,9 @@ def test_harness_refuses_bad_input(t):
     expect_refusal(["--variant-def", "x=TX_BOGUS=1", "--variants", "x"], r"unknown make variable TX_BOGUS")
     expect_refusal(["--matrix", "/nonexistent.txt"], r"cannot read matrix file")
     expect_refusal(["--stream-cc", "nosuchcc"], r"bad stream.cc 'nosuchcc': this host offers .*cubic.* \(or host = ")
+    expect_refusal(["--tests", "UDP_STREAM"], r"udp_stream needs stream.role=server")
+    expect_refusal(["--tests", "udp_stream", "--stream-role", "server", "--stream-udp-rate", "fast"],
+                   r"bad stream.udp_rate 'fast'")
     try:
         require_tools(["vnetbench-no-such-tool", "sockperf"])
     except BenchError as e:
@@ -546,6 +549,29 @@ def test_harness_smoke(t):
                 raise Fail(f"report.md does not link the {prefix} plot")
         if os.geteuid() == 0 and leftover_namespaces(p.pid):
             raise Fail(f"namespaces left behind: {leftover_namespaces(p.pid)}")
+
+
+def test_harness_udp_stream(t):
+    # netperf's name; one cell: a host iperf -u -c at 5 Mbit/s into the appliance's stream server
+    if os.geteuid() != 0:
+        raise Skip("udp_stream runs on a tap in a namespace (root)")
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "res")
+        r = vnetbench(["--tests", "UDP_STREAM", "--stream-role", "server", "--stream-sizes", "1000",
+                       "--stream-instances", "1", "--stream-udp-rate", "5M", "--seconds", "2", "--warmup", "1",
+                       "--repetitions", "1", "--backends", "tap", "--variants", "default", "--out", out], timeout=300)
+        if r.returncode:
+            raise Fail(f"vnetbench UDP_STREAM exited {r.returncode}: {(r.stdout + r.stderr)[-2000:]}")
+        rows = report.read_jsonl(os.path.join(out, "results.jsonl"))
+        if len(rows) != 1 or rows[0]["status"] != "ok":
+            raise Fail(f"expected one ok udp_stream run: {rows}")
+        row = rows[0]
+        if row["test"] != "udp_stream" or not row["mbps"] > 0 or row.get("peer_udp_lost") is None:
+            raise Fail(f"expected a udp_stream row with the guest's Mbit/s and iperf's server report: {row}")
+        # the report iperf printed is the appliance's: its total counts the FIN
+        if (row["peer_udp_datagrams"], row["peer_udp_lost"]) != (row["udp_datagrams"] + 1, row["udp_lost"]):
+            raise Fail(f"iperf's server report {row['peer_udp_lost']}/{row['peer_udp_datagrams']} is not the "
+                       f"guest's {row['udp_lost']} lost of {row['udp_datagrams']} + the FIN")
 
 
 def test_harness_ctrl_c_tears_down(t):
