@@ -251,6 +251,18 @@ static bool vnet_fences_reach_device(void)
 	return !strcmp(cpu_accel(), "kvm") || !strcmp(cpu_accel(), "hw");
 }
 
+/* Every build decides kicks (barrier B); the halt policies also re-arm
+ * notifications (barrier D). Where fences do not reach the device both
+ * need a register read between the ring write and the ring read, so each
+ * queue pair's two rings get one. */
+static void vnet_attach_sync(struct vnet *q)
+{
+	if (!vnet_fences_reach_device()) {
+		virtq_set_sync(&q->rxq, vnet_dev_sync, q);
+		virtq_set_sync(&q->txq, vnet_dev_sync, q);
+	}
+}
+
 /* 3.1.1 Driver Requirements: Device Initialization, step by step. */
 static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 {
@@ -326,10 +338,7 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 		                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why,
 		                           sizeof(why)))
 			return vnet_step_fail(vn, err, errlen, "step 7 (queues)", why);
-		if (!vnet_fences_reach_device()) {
-			virtq_set_sync(&q->rxq, vnet_dev_sync, q);
-			virtq_set_sync(&q->txq, vnet_dev_sync, q);
-		}
+		vnet_attach_sync(q);
 	}
 	if (vnet_mq_setup(vn, why, sizeof(why)))
 		return vnet_step_fail(vn, err, errlen, "step 7 (control queue)", why);
@@ -338,12 +347,7 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 	if (vn->rxq.packed != VNET_IS_RING_PACKED)
 		return vnet_step_fail(vn, err, errlen, "step 7 (queues)",
 		                      "ring file linked does not match VNET_RING (build error)");
-	/* Every build decides kicks (barrier B); the halt policies also
-	 * re-arm notifications (barrier D). */
-	if (!vnet_fences_reach_device()) {
-		virtq_set_sync(&vn->rxq, vnet_dev_sync, vn);
-		virtq_set_sync(&vn->txq, vnet_dev_sync, vn);
-	}
+	vnet_attach_sync(vn);
 	vn->link_up = true;
 	if (vn->features & VIRTIO_BIT(VIRTIO_NET_F_STATUS)) {
 		uint16_t st = 0;
