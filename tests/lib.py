@@ -322,8 +322,10 @@ class T:
         os.environ["VNETLAB_CTL_TOKEN"] = self.ctl_token
 
     def start(self, append="", machine="pc", net="user", image=None, timeout=60, ns=None, extra=(), kernel=None,
-              packed=False, accel=None, cpu=None, nic_opts=""):
+              packed=False, accel=None, cpu=None, nic_opts="", queues=1):
         argv = [QEMU_RUN, "--machine", machine, "--net", net, "--timeout", str(timeout)]
+        if queues != 1:
+            argv += ["--queues", str(queues)]  # tap queues=N, the NIC mq=on (a multi_queue tap)
         if accel:
             argv += ["--accel", accel]
         if cpu:
