@@ -34,6 +34,9 @@ CFLAGS  := $(CFLAGS_BASE) $(POLICY_CFLAGS) $(EXTRA_CFLAGS) $(if $(filter 1,$(PRO
 # picolibc: the integer-only printf (no floating point anywhere in the guest).
 LIBS := $(PICOLIBC)/lib/libc.a $(shell $(CC) -print-libgcc-file-name)
 LDPRINTF := -Wl,--defsym=vfprintf=__l_vfprintf -Wl,--defsym=vfscanf=__l_vfscanf
+# The allocator's entry points go through kernel/heap.c's lock (picolibc is
+# single-threaded; with smp=N the copies of net/inst.h allocate at once).
+LDPRINTF += $(foreach f,malloc calloc realloc free memalign mallinfo,-Wl,--wrap=$(f))
 
 # The static PVH link (also used for every linked variant in mk/variants.mk).
 PVH_LINK = $(CC) -nostdlib -static -no-pie -Wl,-T,linker/pvh.ld -Wl,--no-dynamic-linker \
@@ -62,7 +65,20 @@ COMMON_SRCS := $(KERNEL_SRCS) $(DRIVER_SRCS) $(NET_SRCS) $(APP_SRCS)
 PVH_SRCS    := $(wildcard boot/pvh/*.c boot/pvh/*.S)
 
 obj = $(patsubst %,$(O)/obj/%.o,$(basename $(1)))
-COMMON_OBJS := $(call obj,$(COMMON_SRCS)) $(if $(NET_SRCS),$(LWIP_OBJS))
+# The TCP/IP side (lwIP, net/, the apps) is linked NET_INSTANCES times, one
+# copy per queue pair for mq=N (net/inst.h, docs/multiqueue.md): net_inst0.o
+# is those objects in one relocatable object; copy k is it with every
+# symbol made local but net_inst_ops, renamed net_inst_ops_k, so each copy
+# has its own globals. apps/pkt*.c drive the queue pairs themselves and
+# net/inst_table.c is what the copies share: both are linked once.
+NET_INSTANCES ?= 2
+ifeq ($(filter 1 2 3 4 5 6 7 8,$(NET_INSTANCES)),)
+$(error NET_INSTANCES=$(NET_INSTANCES): expected 1..8)
+endif
+INST_SRCS := $(filter-out net/inst_table.c apps/pkt.c apps/pkt_frame.c,$(NET_SRCS) $(APP_SRCS))
+INST_OBJS := $(call obj,$(INST_SRCS)) $(if $(NET_SRCS),$(LWIP_OBJS))
+INST_COPIES := $(foreach k,$(shell seq 0 $$(($(NET_INSTANCES) - 1))),$(O)/obj/net_inst$(k).o)
+COMMON_OBJS := $(call obj,$(filter-out $(INST_SRCS),$(COMMON_SRCS))) $(INST_COPIES)
 PVH_OBJS    := $(call obj,$(PVH_SRCS))
 # mk/variants.mk defines rules; without this its first one would be the default.
 .DEFAULT_GOAL := all
@@ -108,6 +124,18 @@ $(O)/obj/lwip/%.o: $(LWIP)/src/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      lwip/$*.c")
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(O)/obj/net/inst_table.o: CFLAGS += -DNET_INSTANCES=$(NET_INSTANCES)
+
+$(O)/obj/net_inst0.o: $(INST_OBJS)
+	@$(if $(Q),echo "  LD -r   $@")
+	$(Q)ld -r -o $@ $^
+
+$(O)/obj/net_inst%.o: $(O)/obj/net_inst0.o
+	@$(if $(Q),echo "  COPY    $@")
+	$(Q)$(OBJCOPY) -G net_inst_ops $< $@.tmp
+	$(Q)$(OBJCOPY) --redefine-sym net_inst_ops=net_inst_ops_$* $@.tmp $@
+	$(Q)rm -f $@.tmp
 
 $(O)/obj/%.o: %.S | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

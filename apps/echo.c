@@ -16,6 +16,7 @@
 #include "kernel/kernel.h"
 #include "lwip/tcp.h"
 #include "lwip/udp.h"
+#include "net/inst.h"
 #include "net/net.h"
 
 #define ECHO_PORT 7
@@ -30,7 +31,7 @@ static uint64_t tcp_conns, tcp_bytes, udp_datagrams, udp_bytes;
 
 void echo_configure(void)
 {
-	net_configure();
+	net_configure_mq();
 	seconds = cmdline_u64("echo.seconds", 600, 1, 86400);
 }
 
@@ -104,14 +105,16 @@ int echo_main(void)
 		kernel_error("echo", "cannot bind UDP port %d", ECHO_PORT);
 	udp_recv(u, on_udp, NULL);
 	ctl_start();
-	printf("echo listening tcp=%d udp=%d ctl=%s seconds=%lu\n", ECHO_PORT, ECHO_PORT,
-	       ctl_label(), seconds);
+	if (!net_inst_index()) /* mq=N: copy 0 says it once, when every copy listens */
+		printf("echo listening tcp=%d udp=%d ctl=%s seconds=%lu\n", ECHO_PORT, ECHO_PORT,
+		       ctl_label(), seconds);
 
 	int r = net_run(stop_requested, NULL, seconds * 1000000000ull, NULL);
 	printf(
 	    "RESULT {\"test\":\"echo\",\"stopped_by\":\"%s\",\"tcp_conns\":%lu,\"tcp_bytes\":%lu,"
-	    "\"udp_datagrams\":%lu,\"udp_bytes\":%lu}\n",
-	    r == 0 ? "ctl" : "time", tcp_conns, tcp_bytes, udp_datagrams, udp_bytes);
+	    "\"udp_datagrams\":%lu,\"udp_bytes\":%lu,\"queue\":%u,\"queues\":%u}\n",
+	    r == 0 ? "ctl" : "time", tcp_conns, tcp_bytes, udp_datagrams, udp_bytes,
+	    net_inst_index(), net_inst_queues());
 	net_print_counters();
 	ctl_print_counters();
 	return EXIT_OK;

@@ -9,6 +9,7 @@
 #include "apps/apps.h"
 #include "apps/memcached.h"
 #include "kernel/kernel.h"
+#include "net/net.h"
 
 static int app_none(void)
 {
@@ -49,5 +50,7 @@ void app_configure(void)
 
 int app_main(void)
 {
-	return chosen->run();
+	int r = chosen->run();
+	net_join_copies(); /* mq=N (copy 0): every other copy has ended too */
+	return r;
 }

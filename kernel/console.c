@@ -4,15 +4,49 @@
  * panic() (a kernel bug or CPU exception).
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include "kernel/arch.h"
 #include "kernel/kernel.h"
+
+/* With more than one CPU running (smp=N; the copies of net/inst.h print
+ * their own RESULT and counters), a line is written whole: a CPU's first
+ * character takes the line, its '\n' gives it back. One that holds it
+ * unfinished for LINE_WAIT_NS loses it, so no CPU waits without bound. */
+#define LINE_WAIT_NS 100000000ull
+static volatile uint32_t line_owner; /* LAPIC ID + 1; 0: free */
+
+static void line_take(void)
+{
+	uint32_t me = apic_id() + 1;
+	uint64_t t0;
+
+	if (line_owner == me)
+		return;
+	t0 = clock_ns();
+	while (!__sync_bool_compare_and_swap(&line_owner, 0, me)) {
+		if (clock_ns() - t0 > LINE_WAIT_NS) {
+			line_owner = me;
+			break;
+		}
+		cpu_relax();
+	}
+}
 
 static int console_putc(char c, FILE *f)
 {
+	bool shared = smp_cpus() > 1;
+
 	(void)f;
+	if (shared)
+		line_take();
 	if (c == '\n')
 		serial_putc('\r');
 	serial_putc(c);
+	if (shared && c == '\n')
+		/* The line's bytes are out (port writes are ordered) before the
+		 * release; a locked CAS on the other side sees it. */
+		__atomic_store_n(&line_owner, 0, __ATOMIC_RELEASE);
 	return (unsigned char)c;
 }
 

@@ -7,11 +7,14 @@
  *       net.dhcp_timeout=SECONDS (default 10), backend=LABEL (for RESULT lines),
  *       net.rx_hold_max=N (RX buffers the stack may hold before frames are
  *       copied; default half the ring, 0 = copy every frame: receive
- *       without zero copy, for the 2010 comparison).
+ *       without zero copy, for the 2010 comparison),
+ *       mq=N (apps that call net_configure_mq(): one copy of lwIP per queue
+ *       pair, each on its own vCPU; net/inst.h, docs/multiqueue.md).
  */
 #include <stdio.h>
 #include <string.h>
 #include "drivers/virtio/vnet.h"
+#include "kernel/arch.h"
 #include "kernel/kernel.h"
 #include "kernel/prof.h"
 #include "lwip/dhcp.h"
@@ -21,6 +24,7 @@
 #include "lwip/tcp.h"
 #include "lwip/stats.h"
 #include "lwip/timeouts.h"
+#include "net/inst.h"
 #include "net/net.h"
 #include "netif/ethernet.h"
 
@@ -30,6 +34,11 @@ static const char *ip_arg, *gw_arg, *backend;
 static uint64_t dhcp_timeout_s;
 static bool use_dhcp;
 static ip4_addr_t addr, mask, gw;
+static unsigned queues = 1; /* mq=N: copies of this layer running, one per pair */
+static struct vnet *pair0;  /* copy k > 0: the device copy 0 opened */
+
+#define INST_READY_NS 10000000000ull /* every copy polls its queue by then */
+#define INST_JOIN_NS  10000000000ull /* and has ended its run by then */
 
 /* "A.B.C.D/P": a malformed address is a usage error naming the key. */
 static void parse_ip(void)
@@ -61,7 +70,7 @@ void net_configure_link(void)
 	backend = cmdline_str("backend", "unknown");
 }
 
-void net_configure(void)
+static void configure_ip(void)
 {
 	ip_arg = cmdline_str("ip", "dhcp");
 	gw_arg = cmdline_str("gw", NULL);
@@ -73,6 +82,52 @@ void net_configure(void)
 		kernel_usage_error("cmdline", "key 'gw' needs a static ip=A.B.C.D/PREFIX");
 	if (!use_dhcp)
 		parse_ip();
+}
+
+static void configure_queues(bool supported)
+{
+	if (!supported) {
+		cmdline_only_if("mq", false, "app=echo or app=pkt");
+		return;
+	}
+	queues = (unsigned)cmdline_u64("mq", 1, 1, 8);
+	if (queues == 1 || net_inst_index())
+		return;
+	if (queues > net_inst_count())
+		kernel_usage_error("cmdline",
+		                   "key 'mq': mq=%u but this build links %u copies of the TCP/IP "
+		                   "side (make NET_INSTANCES=%u)",
+		                   queues, net_inst_count(), queues);
+	if (queues > smp_requested())
+		kernel_usage_error(
+		    "cmdline",
+		    "key 'mq': mq=%u needs smp=%u or more (one vCPU per queue pair), "
+		    "got smp=%u",
+		    queues, queues, smp_requested());
+	if (use_dhcp)
+		kernel_usage_error("cmdline",
+		                   "key 'mq': mq=%u needs a static ip=A.B.C.D/PREFIX (one address "
+		                   "for every copy; DHCP would lease one per copy)",
+		                   queues);
+	for (unsigned k = 1; k < queues; k++)
+		net_inst_get(k)->configure(k);
+}
+
+void net_configure(void)
+{
+	configure_ip();
+	configure_queues(false);
+}
+
+void net_configure_mq(void)
+{
+	configure_ip();
+	configure_queues(true);
+}
+
+unsigned net_inst_queues(void)
+{
+	return queues;
 }
 
 const char *net_backend(void)
@@ -108,6 +163,8 @@ void net_poll(void)
 	if (r < 0)
 		fail_if_device_broken();
 	vnetif_input_all(&netif);
+	if (queues > 1)
+		vnetif_input_shared_arp(&netif);
 	prof_enter(PROF_TIMERS);
 	sys_check_timeouts();
 	prof_exit();
@@ -148,6 +205,8 @@ static uint64_t net_deadline(void *arg)
 int net_run(bool (*done)(void *), void *arg, uint64_t timeout_ns, void (*tick)(void *))
 {
 	uint64_t end = clock_ns() + timeout_ns;
+	if (net_inst_index())
+		net_inst_set_ready(net_inst_index()); /* its app set up what it serves */
 	for (;;) {
 		net_poll();
 		if (tick) {
@@ -244,9 +303,67 @@ struct vnet *net_open_mq(unsigned pairs)
 	return vn;
 }
 
+void net_attach_pair0(void *vn0)
+{
+	pair0 = vn0;
+}
+
+/* mq=N, copy 0: the other copies start on their vCPUs, each on its pair,
+ * and copy 0 goes on only when every one of them polls its queue. */
+static void start_copies(void)
+{
+	for (unsigned k = 1; k < queues; k++)
+		if (smp_run(k, net_inst_get(k)->run, vn))
+			kernel_error("net", "mq=%u: vCPU %u is not idle for copy %u", queues, k, k);
+	uint64_t t0 = clock_ns();
+	while (!net_inst_all_ready(queues)) {
+		if (clock_ns() - t0 > INST_READY_NS)
+			kernel_error("net",
+			             "mq=%u: a copy of the TCP/IP side was not polling its "
+			             "queue within %llu s",
+			             queues, INST_READY_NS / 1000000000ull);
+		cpu_relax();
+	}
+}
+
+void net_join_copies(void)
+{
+	if (queues == 1 || net_inst_index())
+		return;
+	net_inst_stop();
+	for (unsigned k = 1; k < queues; k++) {
+		int ret;
+		if (smp_join(k, INST_JOIN_NS, &ret))
+			kernel_error("net", "mq=%u: copy %u did not end within %llu s of the stop",
+			             queues, k, INST_JOIN_NS / 1000000000ull);
+		if (ret != EXIT_OK)
+			kernel_error("net", "mq=%u: copy %u ended with status %d", queues, k, ret);
+	}
+}
+
+/* Copy k > 0 on vCPU k: pair k of the device copy 0 brought up, the same
+ * address, its own lwIP. It prints nothing before the run's end. */
+static void up_copy(void)
+{
+	unsigned k = net_inst_index();
+	vn = vnet_queue(pair0, k);
+	if (!vn)
+		kernel_error("net", "copy %u: the device has no queue pair %u", k, k);
+	lwip_init();
+	if (!netif_add(&netif, &addr, &mask, &gw, vn, vnetif_init, ethernet_input))
+		kernel_error("net", "copy %u: netif_add failed", k);
+	netif_set_default(&netif);
+	netif_set_up(&netif);
+	netif_set_link_up(&netif);
+}
+
 void net_up(void)
 {
-	net_open();
+	if (net_inst_index()) {
+		up_copy();
+		return;
+	}
+	net_open_mq(queues);
 	lwip_init();
 	if (!netif_add(&netif, use_dhcp ? NULL : &addr, use_dhcp ? NULL : &mask,
 	               use_dhcp ? NULL : &gw, vn, vnetif_init, ethernet_input))
@@ -270,6 +387,8 @@ void net_up(void)
 	printf(" gw=%s mac=%02x:%02x:%02x:%02x:%02x:%02x mtu=%u config=%s\n",
 	       ip4addr_ntoa(netif_ip4_gw(&netif)), m[0], m[1], m[2], m[3], m[4], m[5], vnet_mtu(vn),
 	       use_dhcp ? "dhcp" : "static");
+	if (queues > 1)
+		start_copies();
 }
 
 uint64_t net_lwip_drops(void)
@@ -316,10 +435,13 @@ void net_print_counters(void)
 	printf("NETIF {\"tx_clones\":%lu,\"tx_csum\":%lu,\"tx_tso\":%lu,\"tx_acks\":%lu,"
 	       "\"tso_conns\":%lu,\"tso_no_pcb\":%lu,\"rx_copies\":%lu,\"rx_nomem\":%lu,"
 	       "\"rx_big\":%lu,\"rx_drops\":%lu,\"ip_frags\":%lu,\"arpq_queued\":%lu,"
-	       "\"arpq_sent\":%lu}\n",
+	       "\"arpq_sent\":%lu,\"arp_posted\":%lu,\"arp_taken\":%lu,\"arp_post_drops\":%llu,"
+	       "\"queue\":%u}\n",
 	       ns->tx_clones, offload_st.tx_csum, offload_st.tx_tso, offload_st.tx_acks,
 	       offload_st.tso_conns, offload_st.tso_no_pcb, ns->rx_copies, ns->rx_nomem, ns->rx_big,
-	       ns->rx_drops, ns->ip_frags, ns->arpq_queued, ns->arpq_sent);
+	       ns->rx_drops, ns->ip_frags, ns->arpq_queued, ns->arpq_sent, ns->arp_posted,
+	       ns->arp_taken, (unsigned long long)net_inst_arp_dropped(net_inst_index()),
+	       net_inst_index());
 	const struct flood_stats *fs = flood_stats();
 	printf("FLOOD {\"synq_max\":%u,\"synq_peak\":%lu,\"synq_evicted\":%lu,"
 	       "\"arp_pending_max\":%u,\"arp_pending\":%lu,\"arp_pending_full\":%lu,"

@@ -14,6 +14,12 @@
 /* net.c: configuration, bring-up and the NO_SYS main loop */
 void net_configure(void);      /* claims ip=, gw= (before cmdline_finish) */
 void net_configure_link(void); /* backend= alone, for a driver-only app (net_configure has it) */
+/* net_configure() plus mq=N: the app runs as N copies, one per queue pair
+ * and vCPU (net/inst.h); net_up() in copy 0 starts the others. */
+void net_configure_mq(void);
+void net_attach_pair0(void *vn0); /* copy k > 0, before its app_main() */
+/* Copy 0, after its run: stop every other copy and wait for it (bounded). */
+void net_join_copies(void);
 /* Open the NIC without lwIP (driver-only apps, app=pkt): an ERROR line
  * then prints the driver's counters and rings; net_vnet() and the result
  * line's labels work as with net_up(). */
@@ -55,10 +61,14 @@ struct vnetif_stats {
 	uint64_t ip_frags;    /* datagrams netif.c fragmented at the link MTU */
 	uint64_t arpq_queued; /* IPv4 frames lwIP queued on an unresolved ARP entry */
 	uint64_t arpq_sent;   /* of those, sent once the entry resolved */
+	uint64_t arp_posted;  /* mq=N: ARP frames this copy passed to the others */
+	uint64_t arp_taken;   /* mq=N: ARP frames the others passed to this copy */
 };
 extern long vnetif_rx_hold_max;             /* net.rx_hold_max (net.c sets it before net_up) */
 err_t vnetif_init(struct netif *netif);     /* netif_add() init callback; state = struct vnet * */
 void vnetif_input_all(struct netif *netif); /* hand every received frame to lwIP */
+/* mq=N: the ARP frames the other copies received (net/inst.h mailboxes). */
+void vnetif_input_shared_arp(struct netif *netif);
 uint64_t vnetif_tx_drops(void);
 /* Frames lwIP queued on an ARP entry and freed unsent (the entry expired
  * unresolved or was recycled): lwIP counts nothing there. */

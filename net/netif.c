@@ -29,6 +29,7 @@
 #include "lwip/memp.h"
 #include "lwip/pbuf.h"
 #include "lwip/stats.h"
+#include "net/inst.h"
 #include "net/net.h"
 #include "netif/ethernet.h"
 
@@ -299,6 +300,12 @@ void vnetif_input_all(struct netif *netif)
 		}
 		bool arp = !big && f.buf[0].len >= ETH_HLEN && eth[12] == 0x08 &&
 		           eth[13] == 0x06; /* read before a copy gives f back */
+		/* mq=N: an ARP frame arrives on one queue, but every copy sends
+		 * (each from its own ARP table), so each must learn from it. */
+		if (arp && net_inst_queues() > 1) {
+			net_inst_arp_post(net_inst_index(), net_inst_queues(), eth, f.buf[0].len);
+			st.arp_posted++;
+		}
 
 		p = rx_pbuf(vn, &f, big ? ETH_HLEN : 0);
 		LINK_STATS_INC(link.recv);
@@ -320,6 +327,27 @@ void vnetif_input_all(struct netif *netif)
 		prof_exit();
 	}
 	NETIF_SET_CHECKSUM_CTRL(netif, offload_rx_flags(0));
+}
+
+void vnetif_input_shared_arp(struct netif *netif)
+{
+	uint8_t frame[NET_ARP_FRAME_MAX];
+	size_t len;
+
+	while ((len = net_inst_arp_take(net_inst_index(), net_inst_queues(), frame))) {
+		struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_RAM);
+		if (!p) {
+			LINK_STATS_INC(link.memerr);
+			LINK_STATS_INC(link.drop);
+			continue;
+		}
+		memcpy(p->payload, frame, len);
+		st.arp_taken++;
+		in_arp_input = true;
+		if (netif->input(p, netif) != ERR_OK)
+			pbuf_free(p);
+		in_arp_input = false;
+	}
 }
 
 /* lwIP names its pools only in debug builds: the same X-macro list. */

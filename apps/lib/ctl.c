@@ -24,6 +24,7 @@
 #include "apps/lib/lib.h"
 #include "kernel/kernel.h"
 #include "lwip/udp.h"
+#include "net/inst.h"
 #include "net/net.h"
 
 #define TOKEN_MIN 16 /* a guessed token must not be a practical attack */
@@ -47,6 +48,9 @@ void ctl_configure(void)
 		 * a harness that wants a real secret passes ctl.token=. */
 		for (int i = 0; i < 4; i++)
 			snprintf(token + 8 * i, 9, "%08x", (unsigned)LWIP_RAND());
+		/* mq=N: every copy takes copy 0's, so a request is accepted on
+		 * whichever queue it arrives. */
+		memcpy(token, net_inst_token(token), sizeof(token) - 1);
 		token_made = true;
 		return;
 	}
@@ -99,6 +103,8 @@ static void ctl_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_ad
 	ok += known;
 	unknown += !known;
 	stop |= is_stop;
+	if (is_stop)
+		net_inst_stop(); /* mq=N: the request reached one copy; all stop */
 	if (is_pools)
 		vnetif_print_pool_line(net_vnet());
 	if (is_state)
@@ -120,7 +126,7 @@ void ctl_start(void)
 		kernel_error("ctl", "cannot bind UDP port %d", CTL_PORT);
 	udp_recv(pcb, ctl_recv, NULL);
 	started = true;
-	if (token_made)
+	if (token_made && !net_inst_index()) /* mq=N: once, by copy 0 */
 		printf("ctl udp=%d token=%s (made up: no ctl.token= given)\n", CTL_PORT, token);
 }
 
@@ -131,12 +137,12 @@ const char *ctl_label(void)
 
 bool ctl_stop_requested(void)
 {
-	return stop;
+	return stop || net_inst_stopping();
 }
 
 bool ctl_stop_or_idle(uint64_t last_ns, uint64_t idle_s)
 {
-	return stop || clock_ns() - last_ns > idle_s * 1000000000ull;
+	return ctl_stop_requested() || clock_ns() - last_ns > idle_s * 1000000000ull;
 }
 
 void ctl_print_counters(void)

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from lib import TOP, Fail
+from lib import NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, netpeer, ping
 
 PEER = [sys.executable, os.path.join(TOP, "tests", "tools", "pktpeer.py")]
 MQ_TAP = "vnlmqtap0"
@@ -21,14 +21,58 @@ def json_lines(g, prefix):
     return [json.loads(m.group(1)) for m in (re.match(r"^" + prefix + r" (\{.*\})$", l) for l in g.text()) if m]
 
 
-def mq_tap(ns):
-    """A multi_queue tap in the namespace (QEMU's queues=N opens it N times)."""
+def mq_tap(ns, address=False):
+    """A multi_queue tap in the namespace (QEMU's queues=N opens it N times);
+    with address, the host's address moves to it from the namespace's tap."""
     ip = ["ip", "-n", ns.name]
-    for cmd in (ip + ["tuntap", "add", "dev", MQ_TAP, "mode", "tap", "multi_queue"],
-                ns.exec_argv(["sysctl", "-qw", f"net.ipv6.conf.{MQ_TAP}.disable_ipv6=1"]),
-                ip + ["link", "set", MQ_TAP, "up"]):
+    cmds = [ip + ["tuntap", "add", "dev", MQ_TAP, "mode", "tap", "multi_queue"],
+            ns.exec_argv(["sysctl", "-qw", f"net.ipv6.conf.{MQ_TAP}.disable_ipv6=1"])]
+    if address:
+        cmds += [ip + ["addr", "flush", "dev", ns.tap],
+                 ip + ["addr", "add", f"{NS_HOST_IP}/{NS_PREFIX}", "dev", MQ_TAP]]
+    for cmd in cmds + [ip + ["link", "set", MQ_TAP, "up"]]:
         ns._run(cmd)
     return MQ_TAP
+
+
+def test_mq_echo_tcp_integrity_over_both_queues(t):
+    """app=echo mq=2 smp=2: one lwIP per vCPU, each on its queue pair.
+    Sixteen TCP connections at once carry 256 KiB each through the echo
+    and back, SHA-256 checked by the host; tun's flow hash spreads them,
+    and each copy's RESULT says how many it served: together all sixteen,
+    each at least one (all on one queue: 2 in 65536). The ARP frames one
+    queue received reached the other copy, and a ping and a "stop" work
+    whichever queue they land on."""
+    conns, nbytes = 16, 256 << 10
+    with t.netns() as ns:
+        tap = mq_tap(ns, address=True)
+        g = t.start(append=f"app=echo ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap echo.seconds=240 mq=2 smp=2",
+                    net=f"tap:{tap}", ns=ns, timeout=300, queues=2, extra=("-smp", "2"))
+        g.wait_line(r"^echo listening", timeout=60)
+        integ = netpeer(ns, ["tcp-integrity", NS_GUEST_IP, "7", str(nbytes), str(1 << 14), str(conns)], timeout=360)
+        if not integ["ok"] or integ["received"] != conns * nbytes:
+            raise Fail(f"tcp-integrity over mq=2: {integ}\n{g.tail(20)}")
+        sent, recv, _ = ping(ns, ["-c", "20", "-i", "0.01", "-W", "1"], timeout=30)
+        if recv != sent:
+            raise Fail(f"ping over mq=2: {recv} of {sent} echo replies")
+        netpeer(ns, ["stop", NS_GUEST_IP], timeout=20)
+        g.wait()
+        g.expect_ok()
+    res = json_lines(g, "RESULT")
+    per = {r["queue"]: r for r in res if r.get("test") == "echo"}
+    if sorted(per) != [0, 1]:
+        raise Fail(f"expected an echo RESULT from queue 0 and queue 1: {res}\n{g.tail(30)}")
+    served = [per[q]["tcp_conns"] for q in (0, 1)]
+    if sum(served) != conns or min(served) < 1:
+        raise Fail(f"connections served per queue {served}: expected {conns} in all, each queue at least one")
+    if sum(per[q]["tcp_bytes"] for q in (0, 1)) != conns * nbytes:
+        raise Fail(f"echoed bytes {[per[q]['tcp_bytes'] for q in (0, 1)]} do not add up to {conns * nbytes}")
+    nf = {r["queue"]: r for r in json_lines(g, "NETIF")}
+    if sorted(nf) != [0, 1] or sum(n["arp_posted"] for n in nf.values()) < 1 or \
+            sum(n["arp_taken"] for n in nf.values()) != sum(n["arp_posted"] for n in nf.values()) - \
+            sum(n["arp_post_drops"] for n in nf.values()):
+        raise Fail(f"ARP frames shared between the copies do not add up: {nf}")
+    print(f"    mq=2 echo: connections per queue {served}, tcp-integrity {integ['mbps']} Mbit/s (TCG, tap)")
 
 
 def test_mq_txonly_two_queues_counted_per_queue(t):
@@ -78,6 +122,13 @@ def test_mq_bad_keys_are_usage_errors(t):
     for append, extra, msg in (
             ("app=pkt pkt.mode=txonly mq=2", (), r"key 'mq': mq=2 needs smp=2 or more"),
             ("app=pkt pkt.mode=txonly mq=9 smp=2", ("-smp", "2"), r"bad value '9' for key 'mq' \(expected an integer 1..8\)"),
+            # lwIP across queues: echo only, a static address, no more
+            # copies than the build links (NET_INSTANCES, 2 by default).
+            ("app=rr mq=2 smp=2", ("-smp", "2"), r"key 'mq' applies to app=echo or app=pkt only"),
+            ("app=echo mq=2 smp=2", ("-smp", "2"), r"key 'mq': mq=2 needs a static ip="),
+            ("app=echo ip=10.0.0.2/24 mq=2", (), r"key 'mq': mq=2 needs smp=2 or more"),
+            ("app=echo ip=10.0.0.2/24 mq=3 smp=3", ("-smp", "3"),
+             r"key 'mq': mq=3 but this build links 2 copies of the TCP/IP side"),
     ):
         g = t.boot(append=append, extra=extra)
         g.expect(r'^ERROR \{"where":"cmdline","msg":"' + msg)
