@@ -126,6 +126,12 @@ $(O)/obj/lwip/%.o: $(LWIP)/src/%.c | $(DEPS_STAMP)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(O)/obj/net/inst_table.o: CFLAGS += -DNET_INSTANCES=$(NET_INSTANCES)
+# Rebuilt when NET_INSTANCES changes (the file holds the last value).
+$(O)/obj/net/inst_table.o: $(O)/net_instances
+$(O)/net_instances: FORCE
+	@mkdir -p $(@D)
+	@[ "$$(cat $@ 2>/dev/null)" = "$(NET_INSTANCES)" ] || echo $(NET_INSTANCES) > $@
+.PHONY: FORCE
 
 $(O)/obj/net_inst0.o: $(INST_OBJS)
 	@$(if $(Q),echo "  LD -r   $@")

@@ -396,13 +396,26 @@ MUTANTS = [
     ("forward: the caller may still release a buffer on the TX ring",
      "drivers/virtio/vnet_rx.c", "\tvn->rx_state[i] = VNET_RXB_TX;\n", "\t(void)i;\n",
      ["base-every-ei1-eager-inline-zc1"]),
+    # net/inst_table.c: what the copies of the TCP/IP side share (mq=N).
+    ("inst: an ARP frame is posted back to the copy that received it",
+     "net/inst_table.c", "\t\tif (to == from)\n\t\t\tcontinue;\n\t\tif (m->head", "\t\tif (m->head",
+     ["inst_table"]),
+    ("inst: a full ARP mailbox overwrites its oldest frame uncounted",
+     "net/inst_table.c", "if (m->head - m->tail >= MBOX_SLOTS) {", "if (m->head - m->tail > MBOX_SLOTS) {",
+     ["inst_table"]),
+    ("inst: every copy makes up its own control token (a stop is refused on the other queues)",
+     "net/inst_table.c", "\tif (!token[0])\n", "\tif (1)\n",
+     ["inst_table"]),
+    ("inst: copy 0 goes on before every copy polls its queue",
+     "net/inst_table.c", "\t\tif (!ready[k])\n\t\t\treturn false;", "\t\tif (!ready[k] && 0)\n\t\t\treturn false;",
+     ["inst_table"]),
 ]
 
 
 def binary_path(build, b):
     if b.startswith("offload:"):
         return os.path.join(build, "unit", b[8:], "test_offload")
-    if b in ("virtq", "virtq_packed", "virtio_pci", "virtio_mmio", "virtio_mmio_packed", "pci", "paging"):
+    if b in ("virtq", "virtq_packed", "virtio_pci", "virtio_mmio", "virtio_mmio_packed", "pci", "paging", "inst_table"):
         return os.path.join(build, "unit", "test_" + b)
     return os.path.join(build, "unit", b, "test_vnet")
 
@@ -441,7 +454,7 @@ def main():
         print(f"mutants: none match {a.k!r}")
         return 1
     files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "Makefile", "mk", "drivers", "kernel", "tests/unit",
-                            "net/port", "boot/efi/efi.mk"],
+                            "net/port", "net/inst.h", "net/inst_table.c", "boot/efi/efi.mk"],
                            cwd=TOP, capture_output=True, text=True, check=True).stdout.split()
     caught = missed = 0
     with tempfile.TemporaryDirectory(prefix="vnetlab-mutants-") as tmp:

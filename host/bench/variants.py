@@ -69,9 +69,15 @@ def policies():
     return out
 
 
+# Build variables that are not driver policies but a variant may set:
+# NET_INSTANCES, the copies of the TCP/IP side the build links (Makefile,
+# docs/multiqueue.md), so one run can compare 1 copy with 2 at mq=1.
+BUILD_VARS = ["NET_INSTANCES"]
+
+
 def policy_vars():
-    """Make variables a variant may set (mk/policies.def)."""
-    return sorted(p.var for p in policies())
+    """Make variables a variant may set (mk/policies.def, BUILD_VARS)."""
+    return sorted([p.var for p in policies()] + BUILD_VARS)
 
 
 def _pattern_value(pat, word):

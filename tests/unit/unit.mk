@@ -161,5 +161,14 @@ endef
 $(foreach v,$(UNIT_OFFLOAD_VARIANTS),$(eval $(call UNIT_OFFLOAD_RULE,$(v))))
 
 .PHONY: unit
+# net/inst_table.c (what the copies of the TCP/IP side share) with three
+# copies' placeholders.
+UNIT_BINS += $(UNIT_DIR)/test_inst_table
+$(UNIT_DIR)/test_inst_table: tests/unit/test_inst_table.c net/inst_table.c net/inst.h $(UNIT_DEPS)
+	@mkdir -p $(@D)
+	@echo "  HOSTCC  $@"
+	@$(UNIT_CC) $(UNIT_CFLAGS) -DNET_INSTANCES=3 tests/unit/test_inst_table.c net/inst_table.c -o $@
+
 unit: $(UNIT_BINS)
 	@bash tests/unit/run.sh $(UNIT_TIMEOUT) $(UNIT_BINS)
+
