@@ -39,6 +39,7 @@
 #include "apps/lib/result.h"
 #include "apps/rr.h"
 #include "kernel/kernel.h"
+#include "net/inst.h"
 #include "net/net.h"
 
 struct rr_config rr_cfg;
@@ -53,9 +54,12 @@ void rr_configure(void)
 	static const char *const roles[] = {"client", "server", NULL};
 	struct rr_config *c = &rr_cfg;
 
-	net_configure();
 	c->udp = cmdline_choice("rr.proto", protos, 0) == 1;
 	c->server = cmdline_choice("rr.role", roles, 0) == 1;
+	if (c->server)
+		net_configure_mq(); /* mq=N: a server copy per queue pair (rr_server.c) */
+	else
+		net_configure();
 	uint64_t max = c->udp ? RR_UDP_MAX : RR_TCP_MAX;
 	c->req = (uint32_t)cmdline_u64("rr.req", 256, 1, max);
 	c->resp_given = cmdline_str("rr.resp", NULL) != NULL;
@@ -135,6 +139,8 @@ static void report(void)
 	uint64_t ns = win.t_end - win.t_start;
 	result_begin(c->udp ? "udp_rr" : "tcp_rr", c->server ? "server" : "client");
 	result_str("framing", c->sockperf ? "sockperf" : "raw");
+	if (net_inst_queues() > 1)
+		result_u64("queue", net_inst_index()); /* mq=N: one line per copy */
 	if (c->server) {
 		/* sizes and instances are the client's choice: report what came */
 		result_u64("req", rr_st.last_req);
@@ -159,6 +165,40 @@ static void report(void)
 	result_end();
 }
 
+/* mq=N (a server): each copy prints its RESULT if its queue saw requests
+ * (tun may give one queue every connection) and publishes its figures;
+ * copy 0 joins the others and prints the total (`"queues":N`). The run
+ * fails only if no copy saw a request. */
+static int rr_server_copies_end(void)
+{
+	unsigned k = net_inst_index(), n = net_inst_queues();
+	struct net_inst_total t = {rr_st.transactions, rr_st.messages, rr_st.bytes,
+	                           win.t_end - win.t_start};
+
+	if (rr_st.messages)
+		report();
+	else
+		printf("rr: queue %u saw no request in the measured interval\n", k);
+	net_print_counters();
+	ctl_print_counters();
+	net_inst_post_total(k, &t);
+	if (k)
+		return EXIT_OK;
+	net_join_copies();
+	net_inst_sum_totals(n, &t);
+	if (!t.messages)
+		kernel_error("rr", "no request in the measured interval on any of the %u queues",
+		             n);
+	result_begin(rr_cfg.udp ? "udp_rr" : "tcp_rr", "server");
+	result_u64("queues", n);
+	result_u64("messages", t.messages);
+	result_ratio("seconds", t.ns, 1000000000ull);
+	result_u64("transactions", t.transactions);
+	result_rates(t.bytes, t.transactions, t.ns);
+	result_end();
+	return EXIT_OK;
+}
+
 int rr_main(void)
 {
 	for (size_t i = 0; i < sizeof(rr_filler); i++)
@@ -169,6 +209,8 @@ int rr_main(void)
 		rr_server_run();
 	else
 		rr_client_run();
+	if (net_inst_queues() > 1)
+		return rr_server_copies_end();
 	/* a run that measured nothing did not complete: no RESULT for it */
 	if (rr_cfg.server ? !rr_st.messages : !rr_st.transactions) {
 		net_print_counters();

@@ -22,6 +22,7 @@
 #include "kernel/kernel.h"
 #include "lwip/tcp.h"
 #include "lwip/udp.h"
+#include "net/inst.h"
 #include "net/net.h"
 
 #define ENDPOINTS      256 /* UDP clients tracked for per-instance cycle times */
@@ -49,9 +50,13 @@ static uint64_t first_req_ns, last_req_ns;
 static void on_message(uint64_t *last_ns, uint32_t req, uint32_t resp, bool answered)
 {
 	uint64_t now = clock_ns();
-	if (!first_req_ns)
+	if (!first_req_ns) {
 		first_req_ns = now;
+		net_inst_slot_set(net_inst_index(), NET_SLOT_FIRST_NS, now);
+	}
 	last_req_ns = now;
+	if (net_inst_queues() > 1) /* this copy's own cache line */
+		net_inst_slot_set(net_inst_index(), NET_SLOT_LAST_NS, now);
 	rr_st.messages += rr_st.measuring;
 	rr_st.last_req = req;
 	if (!answered)
@@ -64,10 +69,17 @@ static void on_message(uint64_t *last_ns, uint32_t req, uint32_t resp, bool answ
 
 /* ---- TCP ---- */
 
+static void publish_conns(void)
+{
+	net_inst_slot_set(net_inst_index(), NET_SLOT_CONNS_OPEN, conns_open);
+	net_inst_slot_set(net_inst_index(), NET_SLOT_CONNS_SEEN, conns_seen);
+}
+
 static void conn_release(struct tcpsrv_conn *c)
 {
 	(void)c;
 	conns_open--;
+	publish_conns();
 }
 
 /* ERR_ABRT when the pcb had to be aborted: lwIP callbacks must return it. */
@@ -166,6 +178,7 @@ static bool conn_accept(struct tcpsrv_conn *c)
 	(void)c;
 	conns_open++;
 	rr_st.peers = ++conns_seen;
+	publish_conns();
 	return true;
 }
 
@@ -251,15 +264,27 @@ static void on_udp(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr
 
 /* ---- phases ---- */
 
+/* mq=N: the phases follow the clients of every copy (net/inst.h slots):
+ * a copy starts when any copy saw the first request, and the clients are
+ * gone when rr.instances connections were seen and none is open on any
+ * queue, or no queue saw a request for rr.idle seconds. */
 static bool got_request(void *unused)
 {
 	(void)unused;
-	return first_req_ns || ctl_stop_requested();
+	unsigned n = net_inst_queues();
+	return first_req_ns || (n > 1 && net_inst_slot_max(NET_SLOT_FIRST_NS, n)) ||
+	       ctl_stop_requested();
 }
 
 static bool clients_gone(void *unused)
 {
 	(void)unused;
+	unsigned n = net_inst_queues();
+	if (n > 1)
+		return ctl_stop_or_idle(net_inst_slot_max(NET_SLOT_LAST_NS, n), rr_cfg.idle_s) ||
+		       (!rr_cfg.udp &&
+		        net_inst_slot_sum(NET_SLOT_CONNS_SEEN, n) >= rr_cfg.instances &&
+		        !net_inst_slot_sum(NET_SLOT_CONNS_OPEN, n));
 	return ctl_stop_or_idle(last_req_ns, rr_cfg.idle_s) ||
 	       (!rr_cfg.udp && conns_seen >= rr_cfg.instances && !conns_open);
 }
@@ -277,9 +302,10 @@ static void open_sockets(void)
 			kernel_error("rr", "cannot listen on TCP port %u", c->port);
 	}
 	ctl_start();
-	printf("rr server listening %s port=%u framing=%s resp=%s ctl=%s wait=%lu\n",
-	       c->udp ? "udp" : "tcp", c->port, c->sockperf ? "sockperf" : "raw",
-	       c->resp_given ? "fixed" : "echo", ctl_label(), c->timeout_s);
+	if (!net_inst_index()) /* mq=N: copy 0 says it once, when every copy listens */
+		printf("rr server listening %s port=%u framing=%s resp=%s ctl=%s wait=%lu\n",
+		       c->udp ? "udp" : "tcp", c->port, c->sockperf ? "sockperf" : "raw",
+		       c->resp_given ? "fixed" : "echo", ctl_label(), c->timeout_s);
 }
 
 void rr_server_run(void)
@@ -289,7 +315,7 @@ void rr_server_run(void)
 	if (net_run(got_request, NULL, c->timeout_s * 1000000000ull, NULL) < 0)
 		kernel_error("rr", "no request on %s port %u within %lu s", c->udp ? "UDP" : "TCP",
 		             c->port, c->timeout_s);
-	if (!first_req_ns)
+	if (!first_req_ns && net_inst_queues() == 1)
 		kernel_error("rr", "stopped from the control port before any request");
 	if (c->warmup && net_run(clients_gone, NULL, c->warmup * 1000000000ull, NULL) == 0)
 		kernel_error("rr", "the client stopped within the %lu s warm-up: nothing measured",

@@ -13,8 +13,11 @@
  * their own RESULT and counters), a line is written whole: a CPU's first
  * character takes the line, its '\n' gives it back. One that holds it
  * unfinished for LINE_WAIT_NS loses it, so no CPU waits without bound. */
-#define LINE_WAIT_NS 100000000ull
+#define LINE_WAIT_NS 2000000000ull   /* a HIST line is long, and TCG's UART slow */
 static volatile uint32_t line_owner; /* LAPIC ID + 1; 0: free */
+/* Held for each character whoever owns the line: serial.c's buffer is
+ * never written by two CPUs at once, even after a line was taken over. */
+static volatile uint32_t uart_busy;
 
 static void line_take(void)
 {
@@ -38,11 +41,17 @@ static int console_putc(char c, FILE *f)
 	bool shared = smp_cpus() > 1;
 
 	(void)f;
-	if (shared)
+	if (shared) {
 		line_take();
+		while (!__sync_bool_compare_and_swap(&uart_busy, 0, 1))
+			cpu_relax();
+	}
 	if (c == '\n')
 		serial_putc('\r');
 	serial_putc(c);
+	if (shared)
+		/* serial.c's stores are done before another CPU may write. */
+		__atomic_store_n(&uart_busy, 0, __ATOMIC_RELEASE);
 	if (shared && c == '\n')
 		/* The line's bytes are out (port writes are ordered) before the
 		 * release; a locked CAS on the other side sees it. */

@@ -65,6 +65,6 @@ void serial_flush(void)
 void serial_putc(char c)
 {
 	buf[len++] = c;
-	if (c == '\n' || len == sizeof(buf))
+	if (c == '\n' || len >= sizeof(buf))
 		serial_flush();
 }

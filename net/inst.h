@@ -48,7 +48,29 @@ void net_inst_arp_post(unsigned from, unsigned ncopies, const void *frame, size_
 size_t net_inst_arp_take(unsigned to, unsigned ncopies, void *frame);
 uint64_t net_inst_arp_dropped(unsigned from);
 
+/* Figures a serving app's copies publish for each other (the rr server:
+ * whether the clients came, whether they are gone). Each copy writes only
+ * its own slot, a cache line of its own; readers sum or take the maximum. */
+enum {
+	NET_SLOT_FIRST_NS,
+	NET_SLOT_LAST_NS,
+	NET_SLOT_CONNS_OPEN,
+	NET_SLOT_CONNS_SEEN,
+	NET_SLOT_MAX
+};
+void net_inst_slot_set(unsigned index, unsigned which, uint64_t v);
+uint64_t net_inst_slot_sum(unsigned which, unsigned ncopies);
+uint64_t net_inst_slot_max(unsigned which, unsigned ncopies);
+
+/* What a copy measured, for copy 0's total RESULT line after the join. */
+struct net_inst_total {
+	uint64_t transactions, messages, bytes;
+	uint64_t ns; /* its measured interval */
+};
+void net_inst_post_total(unsigned index, const struct net_inst_total *t);
+void net_inst_sum_totals(unsigned ncopies, struct net_inst_total *sum); /* ns: the longest */
+
 /* instance.c (one per copy) */
-unsigned net_inst_index(void); /* this copy's: 0 = the BSP's */
+unsigned net_inst_index(void);  /* this copy's: 0 = the BSP's */
 unsigned net_inst_queues(void); /* mq=N as configured (1: no copies run) */
 #endif

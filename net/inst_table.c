@@ -158,3 +158,53 @@ uint64_t net_inst_arp_dropped(unsigned from)
 {
 	return from < NET_INSTANCES ? dropped[from] : 0;
 }
+
+struct slot {
+	volatile uint64_t v[NET_SLOT_MAX];
+} __attribute__((aligned(64)));
+static struct slot slots[NET_INSTANCES];
+
+void net_inst_slot_set(unsigned index, unsigned which, uint64_t v)
+{
+	if (index < NET_INSTANCES && which < NET_SLOT_MAX)
+		slots[index].v[which] = v;
+}
+
+uint64_t net_inst_slot_sum(unsigned which, unsigned ncopies)
+{
+	uint64_t sum = 0;
+	for (unsigned k = 0; k < ncopies && k < NET_INSTANCES && which < NET_SLOT_MAX; k++)
+		sum += slots[k].v[which];
+	return sum;
+}
+
+uint64_t net_inst_slot_max(unsigned which, unsigned ncopies)
+{
+	uint64_t max = 0;
+	for (unsigned k = 0; k < ncopies && k < NET_INSTANCES && which < NET_SLOT_MAX; k++)
+		if (slots[k].v[which] > max)
+			max = slots[k].v[which];
+	return max;
+}
+
+static struct net_inst_total totals[NET_INSTANCES];
+
+void net_inst_post_total(unsigned index, const struct net_inst_total *t)
+{
+	if (index < NET_INSTANCES)
+		totals[index] = *t;
+}
+
+/* After the join: every copy's stores were done before its run returned
+ * (smp_join() reads "done" after them). */
+void net_inst_sum_totals(unsigned ncopies, struct net_inst_total *sum)
+{
+	*sum = (struct net_inst_total){0};
+	for (unsigned k = 0; k < ncopies && k < NET_INSTANCES; k++) {
+		sum->transactions += totals[k].transactions;
+		sum->messages += totals[k].messages;
+		sum->bytes += totals[k].bytes;
+		if (totals[k].ns > sum->ns)
+			sum->ns = totals[k].ns;
+	}
+}

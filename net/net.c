@@ -87,7 +87,7 @@ static void configure_ip(void)
 static void configure_queues(bool supported)
 {
 	if (!supported) {
-		cmdline_only_if("mq", false, "app=echo or app=pkt");
+		cmdline_only_if("mq", false, "app=echo, app=pkt or app=rr rr.role=server");
 		return;
 	}
 	queues = (unsigned)cmdline_u64("mq", 1, 1, 8);

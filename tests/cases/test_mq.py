@@ -154,7 +154,8 @@ def test_mq_bad_keys_are_usage_errors(t):
             ("app=pkt pkt.mode=txonly mq=9 smp=2", ("-smp", "2"), r"bad value '9' for key 'mq' \(expected an integer 1..8\)"),
             # lwIP across queues: echo only, a static address, no more
             # copies than the build links (NET_INSTANCES, 2 by default).
-            ("app=rr mq=2 smp=2", ("-smp", "2"), r"key 'mq' applies to app=echo or app=pkt only"),
+            ("app=rr mq=2 smp=2", ("-smp", "2"), r"key 'mq' applies to app=echo, app=pkt or app=rr rr.role=server only"),
+            ("app=stream mq=2 smp=2", ("-smp", "2"), r"key 'mq' applies to app=echo, app=pkt or app=rr rr.role=server only"),
             ("app=echo mq=2 smp=2", ("-smp", "2"), r"key 'mq': mq=2 needs a static ip="),
             ("app=echo ip=10.0.0.2/24 mq=2", (), r"key 'mq': mq=2 needs smp=2 or more"),
             ("app=echo ip=10.0.0.2/24 mq=3 smp=3", ("-smp", "3"),
@@ -173,3 +174,44 @@ def test_mq_bad_keys_are_usage_errors(t):
         raise Fail(f"a NIC without MQ must end the run with a non-zero status, not {g.status}")
     if time.monotonic() - t0 > 50:
         raise Fail("the MQ refusal took as long as the hard timeout: a hang, not an error")
+
+
+def test_mq_rr_server_tcp_over_both_queues(t):
+    """app=rr rr.role=server mq=2 smp=2: a server copy per queue pair.
+    Twelve sockperf ping-pong clients at once (one TCP connection each,
+    rr.instances=12); each copy's RESULT counts the connections tun gave its
+    queue (together twelve, each queue at least one: all on one queue is 2
+    in 4096), and copy 0's total (`"queues":2`) is the copies' sum. The run
+    ends when no connection is open on either queue."""
+    conns, secs = 12, 3
+    with t.netns() as ns:
+        tap = mq_tap(ns, address=True)
+        g = t.start(append=f"app=rr rr.role=server rr.warmup=1 rr.instances={conns} ip={NS_GUEST_IP}/{NS_PREFIX} "
+                           "backend=tap mq=2 smp=2", net=f"tap:{tap}", ns=ns, timeout=180, queues=2,
+                    extra=("-smp", "2"))
+        g.wait_line(r"^rr server listening", timeout=60)
+        argv = ["sockperf", "ping-pong", "--tcp", "-i", NS_GUEST_IP, "-p", "11111", "-m", "64", "-t", str(secs + 2)]
+        peers = [ns.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(conns)]
+        outs = [p.communicate(timeout=120)[0] for p in peers]
+        g.wait()
+        g.expect_ok()
+    sent = 0
+    for o in outs:
+        m = re.search(r"SentMessages=(\d+)", o)
+        if not m:
+            raise Fail(f"a sockperf client printed no summary: {o[-400:]}")
+        sent += int(m.group(1))
+    res = json_lines(g, "RESULT")
+    per = {r["queue"]: r for r in res if "queue" in r}
+    tot = [r for r in res if r.get("queues") == 2]
+    quiet = [int(m.group(1)) for m in (re.match(r"^rr: queue (\d+) saw no request", l) for l in g.text()) if m]
+    if len(tot) != 1 or sorted(list(per) + quiet) != [0, 1]:
+        raise Fail(f"expected a RESULT (or a 'saw no request' line) per queue and one total: {res}\n{g.tail(30)}")
+    served = [per[q]["instances"] if q in per else 0 for q in (0, 1)]
+    if sum(served) != conns or min(served) < 1:
+        raise Fail(f"connections per queue {served}: expected {conns} in all, each queue at least one")
+    tot = tot[0]
+    if tot["transactions"] != sum(r["transactions"] for r in per.values()) or not 0 < tot["transactions"] <= sent:
+        raise Fail(f"total {tot['transactions']} transactions: not the queues' sum "
+                   f"{[r['transactions'] for r in per.values()]}, or more than the {sent} sockperf sent")
+    print(f"    mq=2 tcp_rr server: connections per queue {served}, {tot['tps']:.0f} trans/s in total (TCG, tap)")
