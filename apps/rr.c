@@ -172,8 +172,10 @@ static void report(void)
 static int rr_server_copies_end(void)
 {
 	unsigned k = net_inst_index(), n = net_inst_queues();
-	struct net_inst_total t = {rr_st.transactions, rr_st.messages, rr_st.bytes,
-	                           win.t_end - win.t_start};
+	struct net_inst_total t = {.transactions = rr_st.transactions,
+	                           .messages = rr_st.messages,
+	                           .bytes = rr_st.bytes,
+	                           .ns = win.t_end - win.t_start};
 
 	if (rr_st.messages)
 		report();

@@ -42,6 +42,7 @@
 #include "kernel/kernel.h"
 #include "kernel/prof.h"
 #include "lwip/tcp.h"
+#include "net/inst.h"
 #include "net/net.h"
 
 struct stream_config stream_cfg;
@@ -56,8 +57,11 @@ void stream_configure(void)
 	static const char *const tests[] = {"stream", "maerts", NULL};
 	struct stream_config *c = &stream_cfg;
 
-	net_configure();
 	c->server = cmdline_choice("stream.role", roles, 0) == 1;
+	if (c->server)
+		net_configure_mq(); /* mq=N: a server copy per queue pair */
+	else
+		net_configure();
 	cmdline_only_if("stream.test", !c->server, "stream.role=client");
 	c->maerts = cmdline_choice("stream.test", tests, 0) == 1;
 	c->msg = (uint32_t)cmdline_u64("stream.msg", 16384, 1, STREAM_MSG_MAX);
@@ -260,6 +264,8 @@ static void report(void)
 	uint32_t msg = c->server && rx ? st->peer_msg : c->msg;
 	uint64_t ns = win.t_end - win.t_start, msgs = msg ? bytes / msg : 0;
 	result_begin(rx ? "tcp_maerts" : "tcp_stream", c->server ? "server" : "client");
+	if (net_inst_queues() > 1)
+		result_u64("queue", net_inst_index()); /* mq=N: one line per copy */
 	result_u64("msg", msg);
 	result_u64("instances", c->server ? st->peers : c->instances);
 	result_ratio("seconds", ns, 1000000000ull);
@@ -273,6 +279,45 @@ static void report(void)
 		result_u64("check_first_bad", st->first_bad);
 	result_counters(&win.a, &win.b, msgs);
 	result_end();
+}
+
+/* mq=N (a server): each copy prints its RESULT if data moved on its queue
+ * and publishes its bytes; copy 0 joins the others and prints the total
+ * (`"queues":N`). The run fails only if no data moved on any queue. */
+static int stream_server_copies_end(void (*line)(void))
+{
+	unsigned k = net_inst_index(), n = net_inst_queues();
+	const struct stream_stats *st = &stream_st;
+	struct net_inst_total t = {
+	    .rx_bytes = st->rx_bytes, .tx_bytes = st->tx_bytes, .ns = win.t_end - win.t_start};
+
+	if (st->rx_bytes || st->tx_bytes)
+		line();
+	else
+		printf("stream: queue %u moved no data in the measured interval\n", k);
+	net_print_counters();
+	ctl_print_counters();
+	if (st->check_errors)
+		kernel_error("stream",
+		             "queue %u: pattern check: %lu bytes differ, first at data offset %lu",
+		             k, st->check_errors, st->first_bad);
+	net_inst_post_total(k, &t);
+	if (k)
+		return EXIT_OK;
+	net_join_copies();
+	net_inst_sum_totals(n, &t);
+	if (!t.rx_bytes && !t.tx_bytes)
+		kernel_error("stream",
+		             "no data moved in the measured interval on any of the %u queues", n);
+	bool rx = t.rx_bytes >= t.tx_bytes;
+	uint64_t bytes = rx ? t.rx_bytes : t.tx_bytes;
+	result_begin(rx ? "tcp_maerts" : "tcp_stream", "server");
+	result_u64("queues", n);
+	result_ratio("seconds", t.ns, 1000000000ull);
+	result_u64("bytes", bytes);
+	result_rates(bytes, 0, t.ns);
+	result_end();
+	return EXIT_OK;
 }
 
 int stream_main(void)
@@ -289,6 +334,8 @@ int stream_main(void)
 		line = report_dual;
 	else if (stream_cfg.server && stream_udp_started())
 		line = report_udp;
+	if (net_inst_queues() > 1)
+		return stream_server_copies_end(line);
 	/* a run that moved nothing did not complete: no RESULT for it; one
 	 * that moved corrupted data did, and its RESULT says how */
 	if (!stream_st.check_errors && !stream_st.rx_bytes && !stream_st.tx_bytes) {

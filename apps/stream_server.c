@@ -25,6 +25,7 @@
 #include "apps/stream.h"
 #include "kernel/kernel.h"
 #include "lwip/tcp.h"
+#include "net/inst.h"
 #include "net/net.h"
 
 #define MAX_CONNS               64
@@ -238,18 +239,50 @@ static const struct tcpsrv_ops stream_tcp = {
     .release = conn_release,
 };
 
+/* mq=N: what this copy's clients did, for the others' phases (net/inst.h
+ * slots, this copy's own cache line), once per pass. */
+static void publish(void)
+{
+	unsigned k = net_inst_index();
+	net_inst_slot_set(k, NET_SLOT_FIRST_NS, started || stream_udp_started());
+	net_inst_slot_set(k, NET_SLOT_LAST_NS, stream_st.last_data_ns);
+	net_inst_slot_set(k, NET_SLOT_CONNS_OPEN, conns_open + stream_back_open());
+	net_inst_slot_set(k, NET_SLOT_CONNS_SEEN, conns_seen);
+	net_inst_slot_set(k, NET_SLOT_EXPECTED, expected);
+}
+
 static bool got_client(void *unused)
 {
 	(void)unused;
+	unsigned n = net_inst_queues();
+	if (n > 1) {
+		publish();
+		if (net_inst_slot_max(NET_SLOT_FIRST_NS, n))
+			return true;
+	}
 	return started || stream_udp_started() || ctl_stop_requested();
 }
 
+/* With mq=N the TCP clients are gone when the connections the clients
+ * announced, on any queue, were seen and none is open on any queue; the
+ * idle limit counts from the last data on any queue. */
 static bool clients_gone(void *unused)
 {
 	(void)unused;
-	if (ctl_stop_or_idle(stream_st.last_data_ns, stream_cfg.idle_s))
+	unsigned n = net_inst_queues();
+	uint64_t last = stream_st.last_data_ns;
+	bool tcp;
+	if (n > 1) {
+		publish();
+		last = net_inst_slot_max(NET_SLOT_LAST_NS, n);
+		tcp = net_inst_slot_sum(NET_SLOT_CONNS_SEEN, n) >=
+		          net_inst_slot_max(NET_SLOT_EXPECTED, n) &&
+		      !net_inst_slot_sum(NET_SLOT_CONNS_OPEN, n);
+	} else {
+		tcp = conns_seen >= expected && !conns_open && !stream_back_open();
+	}
+	if (ctl_stop_or_idle(last, stream_cfg.idle_s))
 		return true;
-	bool tcp = conns_seen >= expected && !conns_open && !stream_back_open();
 	bool udp = stream_udp_finished(UDP_LINGER_NS);
 	if (!stream_udp_started())
 		return tcp;
@@ -274,13 +307,14 @@ void stream_server_run(void)
 	stream_udp_listen();
 	ctl_start();
 	expected = c->instances;
-	printf("stream server listening tcp+udp port=%u msg=%u check=%d ctl=%s wait=%lu\n", c->port,
-	       c->msg, c->check, ctl_label(), c->timeout_s);
+	if (!net_inst_index()) /* mq=N: copy 0 says it once, when every copy listens */
+		printf("stream server listening tcp+udp port=%u msg=%u check=%d ctl=%s wait=%lu\n",
+		       c->port, c->msg, c->check, ctl_label(), c->timeout_s);
 
 	if (net_run(got_client, NULL, c->timeout_s * 1000000000ull, tick) < 0)
 		kernel_error("stream", "no iperf client on TCP or UDP port %u within %lu s%s",
 		             c->port, c->timeout_s, stream_udp_drops());
-	if (!started && !stream_udp_started())
+	if (!started && !stream_udp_started() && net_inst_queues() == 1)
 		kernel_error("stream", "stopped from the control port before any client");
 	stream_st.last_data_ns = clock_ns();
 	if (c->warmup && net_run(clients_gone, NULL, c->warmup * 1000000000ull, tick) == 0)

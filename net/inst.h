@@ -52,10 +52,11 @@ uint64_t net_inst_arp_dropped(unsigned from);
  * whether the clients came, whether they are gone). Each copy writes only
  * its own slot, a cache line of its own; readers sum or take the maximum. */
 enum {
-	NET_SLOT_FIRST_NS,
-	NET_SLOT_LAST_NS,
-	NET_SLOT_CONNS_OPEN,
-	NET_SLOT_CONNS_SEEN,
+	NET_SLOT_FIRST_NS,   /* the first request or header (0: none yet) */
+	NET_SLOT_LAST_NS,    /* the last request or data */
+	NET_SLOT_CONNS_OPEN, /* TCP connections open now */
+	NET_SLOT_CONNS_SEEN, /* TCP connections accepted */
+	NET_SLOT_EXPECTED,   /* connections the clients announced (iperf's numThreads) */
 	NET_SLOT_MAX
 };
 void net_inst_slot_set(unsigned index, unsigned which, uint64_t v);
@@ -65,7 +66,8 @@ uint64_t net_inst_slot_max(unsigned which, unsigned ncopies);
 /* What a copy measured, for copy 0's total RESULT line after the join. */
 struct net_inst_total {
 	uint64_t transactions, messages, bytes;
-	uint64_t ns; /* its measured interval */
+	uint64_t rx_bytes, tx_bytes; /* the stream server's two directions */
+	uint64_t ns;                 /* its measured interval */
 };
 void net_inst_post_total(unsigned index, const struct net_inst_total *t);
 void net_inst_sum_totals(unsigned ncopies, struct net_inst_total *sum); /* ns: the longest */

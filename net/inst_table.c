@@ -204,6 +204,8 @@ void net_inst_sum_totals(unsigned ncopies, struct net_inst_total *sum)
 		sum->transactions += totals[k].transactions;
 		sum->messages += totals[k].messages;
 		sum->bytes += totals[k].bytes;
+		sum->rx_bytes += totals[k].rx_bytes;
+		sum->tx_bytes += totals[k].tx_bytes;
 		if (totals[k].ns > sum->ns)
 			sum->ns = totals[k].ns;
 	}

@@ -87,7 +87,7 @@ static void configure_ip(void)
 static void configure_queues(bool supported)
 {
 	if (!supported) {
-		cmdline_only_if("mq", false, "app=echo, app=pkt or app=rr rr.role=server");
+		cmdline_only_if("mq", false, "app=echo, app=pkt and the rr and stream servers");
 		return;
 	}
 	queues = (unsigned)cmdline_u64("mq", 1, 1, 8);

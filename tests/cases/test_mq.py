@@ -154,8 +154,8 @@ def test_mq_bad_keys_are_usage_errors(t):
             ("app=pkt pkt.mode=txonly mq=9 smp=2", ("-smp", "2"), r"bad value '9' for key 'mq' \(expected an integer 1..8\)"),
             # lwIP across queues: echo only, a static address, no more
             # copies than the build links (NET_INSTANCES, 2 by default).
-            ("app=rr mq=2 smp=2", ("-smp", "2"), r"key 'mq' applies to app=echo, app=pkt or app=rr rr.role=server only"),
-            ("app=stream mq=2 smp=2", ("-smp", "2"), r"key 'mq' applies to app=echo, app=pkt or app=rr rr.role=server only"),
+            ("app=rr mq=2 smp=2", ("-smp", "2"), r"key 'mq' applies to app=echo, app=pkt and the rr and stream servers only"),
+            ("app=stream mq=2 smp=2", ("-smp", "2"), r"key 'mq' applies to app=echo, app=pkt and the rr and stream servers only"),
             ("app=echo mq=2 smp=2", ("-smp", "2"), r"key 'mq': mq=2 needs a static ip="),
             ("app=echo ip=10.0.0.2/24 mq=2", (), r"key 'mq': mq=2 needs smp=2 or more"),
             ("app=echo ip=10.0.0.2/24 mq=3 smp=3", ("-smp", "3"),
@@ -215,3 +215,40 @@ def test_mq_rr_server_tcp_over_both_queues(t):
         raise Fail(f"total {tot['transactions']} transactions: not the queues' sum "
                    f"{[r['transactions'] for r in per.values()]}, or more than the {sent} sockperf sent")
     print(f"    mq=2 tcp_rr server: connections per queue {served}, {tot['tps']:.0f} trans/s in total (TCG, tap)")
+
+
+def test_mq_stream_server_over_both_queues(t):
+    """app=stream stream.role=server mq=2 smp=2: a server copy per queue
+    pair. `iperf -c -P 12` (its header announces twelve connections, which
+    every copy reads); each copy's RESULT counts the connections tun gave its
+    queue and checks iperf's pattern (stream.check=1), and copy 0's total is
+    the copies' bytes. The run ends when all twelve have closed."""
+    conns = 12
+    with t.netns() as ns:
+        tap = mq_tap(ns, address=True)
+        g = t.start(append=f"app=stream stream.role=server stream.check=1 stream.warmup=1 "
+                           f"ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap mq=2 smp=2", net=f"tap:{tap}", ns=ns,
+                    timeout=180, queues=2, extra=("-smp", "2"))
+        g.wait_line(r"^stream server listening", timeout=60)
+        r = ns.run(["iperf", "-c", NS_GUEST_IP, "-p", "5001", "-f", "m", "-l", "16K", "-t", "4", "-P", str(conns)],
+                   timeout=120, capture_output=True, text=True)
+        g.wait()
+        g.expect_ok()
+    if r.returncode:
+        raise Fail(f"iperf -P {conns} failed ({r.returncode}): {(r.stdout + r.stderr)[-400:]}")
+    res = json_lines(g, "RESULT")
+    per = {x["queue"]: x for x in res if "queue" in x}
+    tot = [x for x in res if x.get("queues") == 2]
+    quiet = [int(m.group(1)) for m in (re.match(r"^stream: queue (\d+) moved no data", l) for l in g.text()) if m]
+    if len(tot) != 1 or sorted(list(per) + quiet) != [0, 1]:
+        raise Fail(f"expected a RESULT (or a 'moved no data' line) per queue and one total: {res}\n{g.tail(30)}")
+    served = [per[q]["instances"] if q in per else 0 for q in (0, 1)]
+    if sum(served) != conns or min(served) < 1:
+        raise Fail(f"connections per queue {served}: expected {conns} in all, each queue at least one")
+    bad = [q for q, x in per.items() if x["test"] != "tcp_maerts" or x["check_errors"]]
+    if bad:
+        raise Fail(f"queues {bad}: not a clean tcp_maerts pattern check: {per}")
+    tot = tot[0]
+    if tot["bytes"] != sum(x["bytes"] for x in per.values()) or not tot["bytes"]:
+        raise Fail(f"total {tot['bytes']} bytes is not the queues' sum {[x['bytes'] for x in per.values()]}")
+    print(f"    mq=2 stream server: connections per queue {served}, {tot['mbps']} Mbit/s in total (TCG, tap)")
