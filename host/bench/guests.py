@@ -239,7 +239,8 @@ class Vnetlab:
         """The appliance measures itself: nothing to add."""
 
 
-LINUX_DIR = os.path.join(TOP, "deps", "linux-guest")
+# Where host/linux-guest/build.sh writes (it honours VNETLAB_DEPS too).
+LINUX_DIR = os.path.join(os.environ.get("VNETLAB_DEPS") or os.path.join(TOP, "deps"), "linux-guest")
 LINUX_BUILD = os.path.join(TOP, "host", "linux-guest", "build.sh")
 # Same as host/qemu-run.sh's default --mem (vhost-user's memfd is 512M too).
 GUEST_MEM_MIB = 512
