@@ -484,15 +484,15 @@ def queues_table(rows):
          "Per queue count N: the guest has N vCPUs and its NIC N queue pairs (app=pkt mq=N smp=N for the "
          "appliance; ethtool -L combined N and N pktgen threads for Linux). Medians over the repetitions; "
          "frames/s is the guest's total over all queues; per host CPU = frames/s / (host CPU % / 100); "
-         "ratio = against the fewest queues' median. Per queue = each queue's frames/s (medians). "
+         "ratio = against the fewest queues' median; QEMU CPU % = the QEMU process alone (all its threads). Per queue = each queue's frames/s (medians). "
          "Where N vCPUs plus QEMU's I/O thread exceed the host's CPUs the host, not the queues, is measured."]
     for (test, backend, size, col, accel), byq in sorted(groups.items()):
         qs = sorted(byq)
         p0 = _med(byq[qs[0]], "pps")
         c0 = _med(byq[qs[0]], "pps_per_cpu")
         L += ["", f"### {test} {size} B: {col} ({backend}, accel {accel})", "",
-              f"| queues | n | frames/s | ratio q/q{qs[0]} | host CPU % | frames/s per host CPU | ratio q/q{qs[0]} | per queue frames/s |",
-              "|---:|---:|---:|---:|---:|---:|---:|---|"]
+              f"| queues | n | frames/s | ratio q/q{qs[0]} | host CPU % | QEMU CPU % | frames/s per host CPU | ratio q/q{qs[0]} | per queue frames/s |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for q in qs:
             rs = byq[q]
             pps, per_cpu = _med(rs, "pps"), _med(rs, "pps_per_cpu")
@@ -503,7 +503,7 @@ def queues_table(rows):
                         perq.setdefault(e.get("queue"), []).append(e["pps"])
             perq_s = " / ".join(fmt_num(statistics.median(v)) for _, v in sorted(perq.items())) or "-"
             L.append(f"| {q} | {len(rs)} | {fmt_num(pps)} | {_ratio(pps, p0)} | {fmt_num(_med(rs, 'host_cpu_pct'))} | "
-                     f"{fmt_num(per_cpu)} | {_ratio(per_cpu, c0)} | {perq_s} |")
+                     f"{fmt_num(_med(rs, 'qemu_cpu_pct'))} | {fmt_num(per_cpu)} | {_ratio(per_cpu, c0)} | {perq_s} |")
     return L
 
 

@@ -867,15 +867,15 @@ def test_harness_queues_scaling_table(t):
     CPU, and each queue's frames/s; nothing when only one queue count ran."""
     def row(col, q, pps, cpu_pct, per=()):
         return {"status": "ok", "test": "pkt_txonly", "backend": "tap", "size": "64", "column": col, "queues": q,
-                "accel": "tcg", "pps": pps, "host_cpu_pct": cpu_pct, "pps_per_cpu": pps / (cpu_pct / 100.0),
+                "accel": "tcg", "pps": pps, "host_cpu_pct": cpu_pct, "qemu_cpu_pct": cpu_pct / 2, "pps_per_cpu": pps / (cpu_pct / 100.0),
                 "per_queue": [{"queue": k, "pps": v} for k, v in enumerate(per)] or None}
     rows = [row("default@q1", 1, 100000, 100), row("default@q1", 1, 120000, 100), row("default@q1", 1, 110000, 100),
             row("default@q2", 2, 200000, 200, (90000, 110000)), row("default@q2", 2, 220000, 200, (100000, 120000))]
     text = "\n".join(report.queues_table(rows))
     if "### pkt_txonly 64 B: default (tap, accel tcg)" not in text:
         raise Fail(f"scaling table: no section for the default column:\n{text}")
-    want = ["| 1 | 3 | 110,000 | 1.00 | 100 | 110,000 | 1.00 | - |",
-            "| 2 | 2 | 210,000 | 1.91 | 200 | 105,000 | 0.95 | 95,000 / 115,000 |"]
+    want = ["| 1 | 3 | 110,000 | 1.00 | 100 | 50.0 | 110,000 | 1.00 | - |",
+            "| 2 | 2 | 210,000 | 1.91 | 200 | 100 | 105,000 | 0.95 | 95,000 / 115,000 |"]
     for w in want:
         if w not in text:
             raise Fail(f"scaling table: missing line {w}:\n{text}")
