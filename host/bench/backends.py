@@ -55,10 +55,11 @@ class Netns:
     count = 0
     LIVE = set()
 
-    def __init__(self, make_tap=True):
+    def __init__(self, make_tap=True, queues=1):
         Netns.count += 1
         self.name = f"vnetbench-{os.getpid()}-{Netns.count}"
         self.make_tap = make_tap
+        self.queues = queues  # above 1: a multi_queue tap (QEMU opens it once per queue)
         self.created = False
 
     def open(self):
@@ -67,7 +68,7 @@ class Netns:
         Netns.LIVE.add(self)
         self.ip("link", "set", "lo", "up")
         if self.make_tap:
-            self.ip("tuntap", "add", "dev", TAP, "mode", "tap")
+            self.ip("tuntap", "add", "dev", TAP, "mode", "tap", *(["multi_queue"] if self.queues > 1 else []))
             self.address_tap()
         return self
 
@@ -108,10 +109,11 @@ class Backend:
     guest_ip = GUEST_IP  # the guest's address as the host peer sees it
     peer_bind = HOST_IP  # where a host server listens
 
-    def __init__(self, spec, opts, pin=""):
+    def __init__(self, spec, opts, pin="", queues=1):
         self.spec = spec
         self.opts = opts
         self.pin = pin
+        self.queues = queues  # queue pairs of the guest's NIC (the matrix's queues axis)
         self.ns = None
         self.proc = None  # backend process (testpmd), for CPU accounting
 
@@ -138,7 +140,7 @@ class Backend:
         return {"ip": f"{GUEST_IP}/{PREFIX}"}
 
     def setup(self, workdir):
-        self.ns = Netns().open()
+        self.ns = Netns(queues=self.queues).open()
 
     def qemu_net(self):
         """(host/qemu-run.sh options, extra QEMU arguments)."""
@@ -184,7 +186,12 @@ class Tap(Backend):
             # split); a RING=packed variant gets it anyway (guests.py).
             # The device's own type, so both transports see it.
             extra += ["-global", f"virtio-net-device.packed={self.opts['packed']}"]
-        return ["--net", f"tap:{TAP}"], extra
+        net = ["--net", f"tap:{TAP}"]
+        if self.queues > 1:
+            # host/qemu-run.sh: -netdev queues=N, the NIC mq=on with 2N+2
+            # MSI-X vectors, on the multi_queue tap Netns made.
+            net += ["--queues", str(self.queues)]
+        return net, extra
 
 
 class Vhost(Backend):
@@ -220,14 +227,21 @@ class VhostUser(Backend):
         lcores = self.pin or "0,1"
         if "," not in lcores and "-" not in lcores:
             raise BenchError(f"pin.backend={lcores}: testpmd needs two lcores (main + forwarding), e.g. 0,1")
+        # queues=N: N queues on both ports (the tap PMD makes a multi_queue
+        # kernel tap), forwarded by as many lcores as pin.backend gives
+        # beyond the main one, at most N: on a 2-core host one forwarding
+        # lcore polls every queue.
+        q = self.queues
+        fwd = max(1, min(q, len(cpu_list(lcores)) - 1))
         testpmd = [
             "dpdk-testpmd", "-l", lcores, "--no-huge", "-m", "1024", "--no-pci",
             "--file-prefix", f"vnetbench{os.getpid()}",
-            "--vdev", f"net_vhost0,iface={self.sock},queues=1",
+            "--vdev", f"net_vhost0,iface={self.sock},queues={q}",
             "--vdev", f"net_tap0,iface={TAP}",
-            "--", "--forward-mode=io", "--nb-cores=1", "--rxq=1", "--txq=1",
+            "--", "--forward-mode=io", f"--nb-cores={fwd}", f"--rxq={q}", f"--txq={q}",
             "--stats-period=0",
         ]
+        self.fwd_lcores = fwd
         # Private mount namespace: a tmpfs over /run holds DPDK's runtime
         # directory (/var/run/dpdk is /run/dpdk), so nothing is left behind.
         script = "mount -t tmpfs vnetbench-dpdk /run && exec \"$@\""
@@ -261,10 +275,10 @@ class VhostUser(Backend):
             "-object", f"memory-backend-memfd,id=mem,size={mem},share=on",
             "-numa", "node,memdev=mem",
             "-chardev", f"socket,id=c0,path={self.sock}",
-            "-netdev", "vhost-user,id=n0,chardev=c0",
+            "-netdev", "vhost-user,id=n0,chardev=c0" + (f",queues={self.queues}" if self.queues > 1 else ""),
             # vectors=0: without it QEMU 7.2 crashed when the guest enabled
             # the device on this backend.
-            "-device", NIC + ",vectors=0",
+            "-device", NIC + ",vectors=0" + (",mq=on" if self.queues > 1 else ""),
         ]
 
     def teardown(self):
@@ -272,6 +286,16 @@ class VhostUser(Backend):
         if getattr(self, "sockdir", None):
             shutil.rmtree(self.sockdir, ignore_errors=True)
             self.sockdir = None
+
+
+def cpu_list(spec):
+    """A taskset/EAL CPU list (0,1 or 0-3,5) -> [CPU numbers]."""
+    out = []
+    for part in spec.split(","):
+        a, _, b = part.partition("-")
+        if a.isdigit():
+            out += list(range(int(a), int(b) + 1)) if b.isdigit() else [int(a)]
+    return out
 
 
 def free_port(kind=socket.SOCK_STREAM):
@@ -344,5 +368,5 @@ def spec_help():
     return "; ".join(out)
 
 
-def make(name, spec, opts, pin=""):
-    return CLASSES[name](spec, opts, pin)
+def make(name, spec, opts, pin="", queues=1):
+    return CLASSES[name](spec, opts, pin, queues)

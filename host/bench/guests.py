@@ -155,7 +155,15 @@ class Vnetlab:
             # Full speed into the host's sink for the run's seconds.
             k.update({"app": "pkt", "pkt.mode": "txonly", "pkt.size": p["size"], "pkt.burst": p["burst"],
                       "pkt.seconds": p["seconds"]})
+            q = run_queues(run, self.m)
+            if q > 1:
+                # One queue pair per vCPU, each running its own burst loop
+                # (apps/pkt.c; docs/multiqueue.md).
+                k.update({"mq": q, "smp": q})
             return k
+        if run_queues(run, self.m) > 1:
+            raise BenchError(f"{test}: the appliance runs mq=N only in app=pkt (pkt_txonly); its TCP/UDP apps use "
+                             "one queue pair")
         k.update(backend.guest_keys())
         if test in ("tcp_rr", "udp_rr"):
             k.update({"app": "rr", "rr.proto": test[:3], "rr.role": self.m.rr_role})
@@ -204,6 +212,9 @@ class Vnetlab:
         # Named QEMU threads ("CPU 0/TCG", "IO ...", "worker") make the
         # per-thread CPU placement readable.
         qemu_extra = ["-name", "vnetlab,debug-threads=on", *qemu_extra]
+        q = run_queues(run, self.m)
+        if q > 1:
+            qemu_extra += ["-smp", str(q)]
         # A QMP socket for KVM's exit counters (kvmstats.py) wherever KVM
         # may run; TCG has none to give.
         qmp = None
@@ -228,13 +239,19 @@ class Vnetlab:
         """The appliance measures itself: nothing to add."""
 
 
-LINUX_DIR = os.path.join(TOP, "deps", "linux-guest")
+# Where host/linux-guest/build.sh writes (it honours VNETLAB_DEPS too).
+LINUX_DIR = os.path.join(os.environ.get("VNETLAB_DEPS") or os.path.join(TOP, "deps"), "linux-guest")
 LINUX_BUILD = os.path.join(TOP, "host", "linux-guest", "build.sh")
 # Same as host/qemu-run.sh's default --mem (vhost-user's memfd is 512M too).
 GUEST_MEM_MIB = 512
 # The CPU model of every guest, per accelerator: host/qemu-run.sh's defaults
 # (its header says why; a test checks the two agree).
 CPU_MODEL = {"kvm": "host", "tcg": "qemu64"}
+
+
+def run_queues(run, m):
+    """The run's queue pairs (= vCPUs), the queues axis value."""
+    return getattr(run, "queues", 0) or getattr(m, "queues", 1)
 
 
 def qemu_machine(run, m):
@@ -264,25 +281,32 @@ def pick_accel(requested):
 def qemu_net_args(net_opts):
     """host/qemu-run.sh network options (what Backend.qemu_net() returns)
     -> QEMU arguments, the NIC exactly as qemu-run.sh makes it."""
-    out, vhost, net = [], False, None
+    out, vhost, net, queues = [], False, None, 1
     i = 0
     while i < len(net_opts):
         o = net_opts[i]
         if o == "--net" and i + 1 < len(net_opts):
             net = net_opts[i + 1]
             i += 2
+        elif o == "--queues" and i + 1 < len(net_opts):
+            queues = int(net_opts[i + 1])
+            i += 2
         elif o == "--vhost":
             vhost = True
             i += 1
         else:
-            raise BenchError(f"linux guest: unsupported qemu-run.sh network option '{o}' (known: --net, --vhost)")
+            raise BenchError(f"linux guest: unsupported qemu-run.sh network option '{o}' (known: --net, --vhost, --queues)")
     if net is None or net == "none":
         return out
     if net == "user":
         return ["-netdev", "user,id=n0", "-device", backends.NIC]
     if net.startswith("tap:"):
         netdev = f"tap,id=n0,ifname={net[4:]},script=no,downscript=no" + (",vhost=on" if vhost else "")
-        return ["-netdev", netdev, "-device", backends.NIC]
+        nic = backends.NIC
+        if queues > 1:
+            netdev += f",queues={queues}"
+            nic += f",mq=on,vectors={2 * queues + 2}"
+        return ["-netdev", netdev, "-device", nic]
     raise BenchError(f"linux guest: unknown --net '{net}' (user|tap:IFNAME|none)")
 
 
@@ -381,7 +405,7 @@ class Linux:
                if self.tunings else " stock (no tuning);")
         return (f"guest {self.spec}:{tun} Debian kernel {mf.get('kernel', '?')} ({mf.get('kernel_pkg', '?')} "
                 f"{pk.get(mf.get('kernel_pkg'), '?')}), sockperf {pk.get('sockperf', '?')}, iperf {pk.get('iperf', '?')}, "
-                f"busybox {pk.get('busybox-static', '?')}; modules {mf.get('modules', '-')}; 1 vCPU, "
+                f"busybox {pk.get('busybox-static', '?')}; modules {mf.get('modules', '-')}; vCPUs = queue pairs (queues axis, 1 by default), "
                 f"{GUEST_MEM_MIB} MiB, same NIC and backend; its tps/latency/Mbit/s are the host peer's figures")
 
     def supports(self, test, backend):
@@ -420,6 +444,11 @@ class Linux:
                 raise BenchError("pkt_txonly: the linux guest's pktgen sends one frame size (no imix)")
             k.update({"vnl.app": "pktgen", "vnl.size": run.params["size"], "vnl.burst": run.params["burst"],
                       "vnl.time": run.params["seconds"]})
+            q = run_queues(run, self.m)
+            if q > 1:
+                # init: ethtool -L eth0 combined N, one pktgen thread per
+                # queue (kpktgend_k sends on eth0@k, queue_map k).
+                k["vnl.queues"] = q
             return k
         elif kind == "ndr":
             # XDP_TX for the whole search; ends once eth0 is idle after it.
@@ -445,7 +474,7 @@ class Linux:
         accel = pick_accel(run.accel or self.m.accel)
         cpu = ["-accel", accel, "-cpu", getattr(self.m, "cpu", "") or CPU_MODEL[accel]]
         argv = ["timeout", "--kill-after=5", str(timeout), "qemu-system-x86_64",
-                "-M", qemu_machine(run, self.m), *cpu, "-m", str(GUEST_MEM_MIB), "-smp", "1",
+                "-M", qemu_machine(run, self.m), *cpu, "-m", str(GUEST_MEM_MIB), "-smp", str(run_queues(run, self.m)),
                 "-nodefaults", "-display", "none", "-no-reboot", "-serial", "stdio", "-monitor", "none",
                 "-name", "linux,debug-threads=on",
                 "-kernel", self.kernel, "-initrd", self.initrd, "-append", cmdline,

@@ -52,6 +52,25 @@ SWITCHES = ("bridge", "testpmd")
 # matrix gives still wins).
 PAIR_DEFAULTS = {"seconds": "5", "rr.instances": "1", "stream.sizes": "16K", "stream.instances": "1"}
 
+# queues above 1 (the queues axis): the tests and backends that spread
+# over several queue pairs.
+QUEUE_TESTS = ("pkt_txonly",)
+QUEUE_BACKENDS = ("tap", "vhost-user")
+
+
+def software_kvm():
+    """True when /dev/kvm exists but the CPU has no vmx/svm: this machine
+    kind's kvm_pvm, which runs the appliance with one vCPU only."""
+    if not os.path.exists("/dev/kvm"):
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        return False
+    return not re.search(r"\b(vmx|svm)\b", flags)
+
+
 # Harness machine name -> host/qemu-run.sh --machine value.
 MACHINES = {"pc": "pc", "q35": "q35", "microvm": "microvm", "microvm-noacpi": "microvm,acpi=off"}
 
@@ -92,6 +111,7 @@ KEYS = {
     "accel": ("auto", "accelerators, an axis like machine: auto|kvm|tcg, passed to host/qemu-run.sh --accel (kvm also takes this machine kind's kvm_pvm in native mode; the stock Linux guest runs KVM only on hardware virtualisation and TCG otherwise, named in its rows); with more than one, every column splits into COLUMN@ACCEL"),
     "cpu": ("", "QEMU CPU model of every guest (default: per accelerator, guests.CPU_MODEL: TCG qemu64, KVM host)"),
     "machine": ("pc", "machines, an axis like backends: pc, q35, microvm (no PCI: virtio-mmio found through ACPI), microvm-noacpi (microvm,acpi=off: virtio-mmio from the kernel command line, interrupts through the 8259 instead of an I/O APIC); with more than one, every column splits into COLUMN@MACHINE"),
+    "queues": ("1", "queue pairs, an axis like machine: N gives the guest N vCPUs (QEMU -smp N) and a NIC with N queue pairs (mq=on, vectors=2N+2) on a multi_queue tap with N queues (tap) or testpmd's vhost-user port with queues=N (vhost-user); the appliance gets mq=N smp=N (app=pkt only: pkt_txonly), the stock Linux guest `ethtool -L eth0 combined N` and one pktgen thread per queue; with more than one, every column splits into COLUMN@qN. Above 1: tests pkt_txonly only, backends tap and vhost-user, accel tcg where /dev/kvm is kvm_pvm (it refuses smp>1)"),
     "pin.qemu": ("", "taskset CPU list for QEMU (empty: no pinning)"),
     "pin.peer": ("", "taskset CPU list for the host peer"),
     "pin.backend": ("", "CPU list for the backend process (testpmd lcores, default 0,1)"),
@@ -205,6 +225,7 @@ class Run:
     extra: dict = field(default_factory=dict)
     machine: str = ""  # MACHINES key; "" = the matrix's first
     accel: str = ""  # auto|kvm|tcg; "" = the matrix's first
+    queues: int = 0  # queue pairs = vCPUs; 0 = the matrix's first
 
     def label(self):
         p = self.params
@@ -390,6 +411,12 @@ class Matrix:
                 raise BenchError("pairs: rr.sizes must be N/N (both sides send rr size bytes)")
             if self.stream_instances != [1] or self.rr_mps != [0]:
                 raise BenchError("pairs: one stream per pair (stream.instances=1) and closed-loop RR (no rr.mps)")
+        self.queues_list = self._ints("queues", 1, 8)  # vnet.h: vnet_open_mq() takes 1..8 pairs
+        if len(set(self.queues_list)) != len(self.queues_list):
+            raise BenchError(f"queues '{s['queues']}': give each queue count once")
+        self.queues = self.queues_list[0]
+        if max(self.queues_list) > 1:
+            self._check_queues()
         self.pin = {}
         for who in ("qemu", "peer", "backend"):
             v = str(s[f"pin.{who}"]).strip()
@@ -412,19 +439,58 @@ class Matrix:
         clash = [v for v in self.variants if v in self.guests and v != "vnetlab"] if "vnetlab" in self.guests else []
         if clash:
             raise BenchError(f"variant name(s) {', '.join(clash)} are also guest names and would share a column: rename the variant")
-        base = s["baseline"] or self.column_name(*self.columns[0], self.machines[0], self.accels[0])
-        names = [self.column_name(*c, mach, a) for c in self.columns for mach in self.machines for a in self.accels]
+        base = s["baseline"] or self.column_name(*self.columns[0], self.machines[0], self.accels[0],
+                                                 self.queues_list[0])
+        names = [self.column_name(*c, mach, a, q) for c in self.columns for mach in self.machines
+                 for a in self.accels for q in self.queues_list]
         if base not in names:
             raise BenchError(f"baseline '{base}' is not one of the columns {', '.join(names)}")
         self.baseline = base
 
-    def column_name(self, guest, variant, machine=None, accel=None):
+    def column_name(self, guest, variant, machine=None, accel=None, queues=None):
         name = variant if guest in ("vnetlab", "pair") else guest
         if machine and len(getattr(self, "machines", ())) > 1:
             name += "@" + machine
         if accel and len(getattr(self, "accels", ())) > 1:
             name += "@" + accel
+        if queues and len(getattr(self, "queues_list", ())) > 1:
+            name += f"@q{queues}"
         return name
+
+    def _check_queues(self):
+        """queues above 1: refuse what cannot run, each with its reason."""
+        q = max(self.queues_list)
+        if self.pairs:
+            raise BenchError("queues: guest pairs run one queue pair per guest (pairs.py has no queues axis)")
+        bad = [t for t in self.tests if t not in QUEUE_TESTS]
+        if bad:
+            raise BenchError(
+                f"queues={q} with test(s) {', '.join(bad)}: the appliance spreads only app=pkt over queue pairs "
+                "(mq=N, one burst loop per vCPU; docs/multiqueue.md); its TCP/UDP apps (rr, stream, memcached, "
+                "echo) run one lwIP on one queue pair, and ndr's offered traffic is one flow, which tun puts on "
+                f"one queue. Use tests={','.join(QUEUE_TESTS)} or queues=1")
+        bad = [b[0] for b in self.backends if b[1] not in QUEUE_BACKENDS]
+        if bad:
+            raise BenchError(f"queues={q} on backend(s) {', '.join(bad)}: the harness gives several queue pairs on "
+                             f"{' and '.join(QUEUE_BACKENDS)} only (a multi_queue tap; testpmd's vhost-user queues=N); "
+                             "slirp has one queue and vhost needs /dev/vhost-net")
+        bad = [g for g in self.guests if g.split(":", 1)[0] not in ("vnetlab", "linux")]
+        if bad:
+            raise BenchError(f"queues={q} with guest(s) {', '.join(bad)}: only the appliance and the stock Linux "
+                             "guest have a NIC with queues")
+        if any(m_.startswith("microvm") for m_ in self.machines):
+            raise BenchError(f"queues={q} on microvm: the harness sets up MQ (mq=on, MSI-X vectors) on virtio-net-pci "
+                             "only: use machine pc or q35")
+        if any(v != "poll" and "IDLE=" + v in self.variant_vars.get(x, "")
+               for x in self.variants for v in ("halt", "adaptive")):
+            raise BenchError(f"queues={q}: a variant with IDLE=halt or IDLE=adaptive halts with interrupts for the "
+                             "first pair only, so the appliance refuses mq>1 there (docs/multiqueue.md): use IDLE=poll")
+        if "kvm" in self.accels or "auto" in self.accels:
+            if software_kvm():
+                raise BenchError(
+                    f"queues={q} with accel {'/'.join(a for a in self.accels if a != 'tcg')}: this host's /dev/kvm is "
+                    "a software KVM (kvm_pvm, no vmx/svm), where the appliance runs natively with one vCPU and "
+                    f"refuses smp>1 (kernel/pvm.c): use accel=tcg for queues above 1")
 
     def _int(self, k, lo, hi):
         try:
@@ -515,10 +581,12 @@ class Matrix:
                         for guest, variant in self.columns:
                             for mach in self.machines:
                                 for a in self.accels:
-                                    out.append(
-                                        Run(len(out), guest, variant, test, spec, dict(params), rep,
-                                            self.column_name(guest, variant, mach, a), machine=mach, accel=a)
-                                    )
+                                    for q in self.queues_list:
+                                        out.append(
+                                            Run(len(out), guest, variant, test, spec, dict(params), rep,
+                                                self.column_name(guest, variant, mach, a, q), machine=mach,
+                                                accel=a, queues=q)
+                                        )
         return out
 
     def backend_opts(self, spec):
@@ -555,6 +623,7 @@ class Matrix:
             "accel": self.accels,
             "cpu": self.cpu,
             "machine": self.machines,
+            "queues": self.queues_list,
             "pin": self.pin,
         }
 

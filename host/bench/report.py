@@ -30,6 +30,8 @@ confidence interval, and significance from a Mann-Whitney U test
 import csv
 import json
 import os
+import re
+import statistics
 
 import idle
 import ndr
@@ -456,6 +458,55 @@ def markdown(records, cols, baseline, meta, plots=()):
     return "\n".join(L)
 
 
+def _med(rs, key):
+    v = [r[key] for r in rs if isinstance(r.get(key), (int, float))]
+    return statistics.median(v) if v else None
+
+
+def _ratio(a, b):
+    return f"{a / b:.2f}" if a is not None and b else "-"
+
+
+def queues_table(rows):
+    """Markdown lines: the queues axis's scaling table. Per (test, backend,
+    frame size, column without its @qN, accelerator), one line per queue
+    count: frames/s, host CPU %, frames/s per host CPU, and both as a ratio
+    to the fewest queues' (q2/q1)."""
+    ok = [r for r in rows if r.get("status") == "ok" and TESTS.get(r.get("test"), {}).get("kind") == "pkt"]
+    if len({r.get("queues") or 1 for r in ok}) < 2:
+        return []
+    groups = {}
+    for r in ok:
+        base = re.sub(r"@q\d+$", "", r["column"])
+        key = (r["test"], r["backend"], str(r.get("size")), base, str(r.get("accel")))
+        groups.setdefault(key, {}).setdefault(r.get("queues") or 1, []).append(r)
+    L = ["", "## Scaling with queue pairs (the queues axis)", "",
+         "Per queue count N: the guest has N vCPUs and its NIC N queue pairs (app=pkt mq=N smp=N for the "
+         "appliance; ethtool -L combined N and N pktgen threads for Linux). Medians over the repetitions; "
+         "frames/s is the guest's total over all queues; per host CPU = frames/s / (host CPU % / 100); "
+         "ratio = against the fewest queues' median; QEMU CPU % = the QEMU process alone (all its threads). Per queue = each queue's frames/s (medians). "
+         "Where N vCPUs plus QEMU's I/O thread exceed the host's CPUs the host, not the queues, is measured."]
+    for (test, backend, size, col, accel), byq in sorted(groups.items()):
+        qs = sorted(byq)
+        p0 = _med(byq[qs[0]], "pps")
+        c0 = _med(byq[qs[0]], "pps_per_cpu")
+        L += ["", f"### {test} {size} B: {col} ({backend}, accel {accel})", "",
+              f"| queues | n | frames/s | ratio q/q{qs[0]} | host CPU % | QEMU CPU % | frames/s per host CPU | ratio q/q{qs[0]} | per queue frames/s |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for q in qs:
+            rs = byq[q]
+            pps, per_cpu = _med(rs, "pps"), _med(rs, "pps_per_cpu")
+            perq = {}
+            for r in rs:
+                for e in r.get("per_queue") or []:
+                    if isinstance(e.get("pps"), (int, float)):
+                        perq.setdefault(e.get("queue"), []).append(e["pps"])
+            perq_s = " / ".join(fmt_num(statistics.median(v)) for _, v in sorted(perq.items())) or "-"
+            L.append(f"| {q} | {len(rs)} | {fmt_num(pps)} | {_ratio(pps, p0)} | {fmt_num(_med(rs, 'host_cpu_pct'))} | "
+                     f"{fmt_num(_med(rs, 'qemu_cpu_pct'))} | {fmt_num(per_cpu)} | {_ratio(per_cpu, c0)} | {perq_s} |")
+    return L
+
+
 def write_all(outdir, rows, columns, baseline, meta, plots=()):
     """Write every file of a results folder; returns the summary records."""
     write_jsonl(os.path.join(outdir, "results.jsonl"), rows)
@@ -466,4 +517,5 @@ def write_all(outdir, rows, columns, baseline, meta, plots=()):
         f.write(markdown(records, cols, baseline, meta, plots))
         f.write("\n".join(idle.table(rows, columns)) + "\n")
         f.write("\n".join(ndr.rfc2544_table(rows, columns)) + "\n")
+        f.write("\n".join(queues_table(rows)) + "\n")
     return records, cols

@@ -64,6 +64,7 @@ def base_row(run, m):
         "test": run.test,
         "backend": run.backend,
         "machine": run.machine or m.machine,
+        "queues": run.queues or getattr(m, "queues", 1),
         "role": roles(m).get(TESTS[run.test]["kind"], "server"),
         "status": "error",
         "error": None,
@@ -142,6 +143,33 @@ def exit_line(lines):
     return said
 
 
+# Per-queue keys kept in a row's per_queue list.
+PER_QUEUE_KEYS = ("queue", "frames", "pps", "mbps", "tx_frames", "tx_full", "frames_per_kick", "seconds")
+
+
+def mq_results(lines):
+    """(total RESULT dict, its host arrival time, [per-queue dicts]) from a
+    console's (time, stream, line) items: app=pkt mq=N prints one RESULT
+    per queue pair ("queue":k) and then the total ("queues":N)."""
+    total, t_total, per = None, None, []
+    for t, stream, l in lines:
+        if stream != "out" or not l.startswith("RESULT {"):
+            continue
+        try:
+            o = json.loads(l[7:])
+        except ValueError:
+            continue
+        if "queue" in o:
+            per.append({k: o[k] for k in PER_QUEUE_KEYS if k in o})
+        elif "queues" in o:
+            total, t_total = o, t
+    if total is None:
+        raise BenchError(f"mq: {len(per)} per-queue RESULT line(s) but no total (\"queues\":N) line")
+    if len(per) != total["queues"]:
+        raise BenchError(f"mq: the total says {total['queues']} queues, the console has {len(per)} per-queue RESULT lines")
+    return total, t_total, per
+
+
 def service_demand(row, kind):
     """CPU us per transaction (rr, ping) or per MB (stream) for each CPU
     figure of the row: what the host paid for one unit of work."""
@@ -187,7 +215,7 @@ def backend_for(run, m, guest, row):
     """The run's backend, or None with row marked skipped when the guest
     cannot run this test on it (ndr.py uses it too)."""
     name, opts = m.backend_opts(run.backend)
-    backend = backends.make(name, run.backend, opts, m.pin.get("backend", ""))
+    backend = backends.make(name, run.backend, opts, m.pin.get("backend", ""), run.queues or getattr(m, "queues", 1))
     reason = guest.supports(run.test, backend)
     if reason:
         row.update(status="skipped", error=reason, wall_s=0.0)
@@ -282,6 +310,12 @@ def execute(run, m, guest, logdir):
                              f"{'status ' + str(said) if said is not None else 'nothing'} (both must be 0); "
                              f"console tail:\n{boot.proc.tail()}")
 
+        if "queue" in obj:
+            # mq=N (app=pkt): one RESULT per queue pair came first, the
+            # total ("queues":N) last; the total is the row, the pairs'
+            # own figures go into per_queue.
+            obj, t_res, per_queue = mq_results(boot.proc.lines)
+            row["per_queue"] = per_queue
         truncated(obj, run.params.get("seconds"), m.warmup)
         if exits and exits.samples and guest_window(obj, t_res):
             row.update(kvmstats.row_columns(kvmstats.interval(exits.samples, *guest_window(obj, t_res)), obj))
@@ -350,6 +384,8 @@ def execute(run, m, guest, logdir):
             if h:
                 if row.get("tps") is not None and TESTS[run.test]["kind"] != "stream":
                     row["tps_per_cpu"] = round(row["tps"] / (h / 100.0), 1)
+                if row.get("pps") is not None and TESTS[run.test]["kind"] == "pkt":
+                    row["pps_per_cpu"] = round(row["pps"] / (h / 100.0), 1)
                 if row.get("mbps") is not None and TESTS[run.test]["kind"] == "stream":
                     row["mbps_per_cpu"] = round(row["mbps"] / (h / 100.0), 2)
             service_demand(row, TESTS[run.test]["kind"])

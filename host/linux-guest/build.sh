@@ -7,7 +7,8 @@
 # Fetches with `apt-get download` (this machine's own apt sources, signed
 # index; nothing is installed): the Debian kernel linux-image-amd64 depends
 # on, busybox-static, sockperf, iperf, memcached, xdp-tools (xdp-bench and
-# libxdp's BPF objects) and the shared libraries they need (libc6,
+# libxdp's BPF objects), ethtool (`ethtool -L eth0 combined N`, the harness's
+# queues axis; libmnl0) and the shared libraries they need (libc6,
 # libstdc++6, libgcc-s1; libevent, libsasl2, libssl3 for memcached; libbpf1,
 # libelf1, zlib1g for xdp-bench). Unpacks them with dpkg-deb -x and writes
 #
@@ -49,8 +50,8 @@ WANT_MODULES=(virtio_pci virtio_net)
 # Modules init loads only for the app that needs them (list file: name).
 OPT_MODULES=(pktgen:vnl-modules-pktgen)
 # Shared-library packages: the tools' NEEDED entries are looked up in them.
-LIB_PKGS=(libc6 libstdc++6 libgcc-s1 libevent-2.1-7 libsasl2-2 libssl3 libbpf1 libelf1 zlib1g)
-TOOLS=(usr/bin/sockperf usr/bin/iperf usr/bin/memcached usr/sbin/xdp-bench)
+LIB_PKGS=(libc6 libstdc++6 libgcc-s1 libevent-2.1-7 libsasl2-2 libssl3 libbpf1 libelf1 zlib1g libmnl0)
+TOOLS=(usr/bin/sockperf usr/bin/iperf usr/bin/memcached usr/sbin/xdp-bench sbin/ethtool)
 
 # ---- what apt would fetch ----
 kernel_pkg() {
@@ -63,7 +64,7 @@ if [ -z "$kpkg" ] && [ "$(id -u)" = 0 ]; then
 	kpkg=$(kernel_pkg)
 fi
 [ -n "$kpkg" ] || die "apt cannot resolve the kernel package of linux-image-amd64 (stale package lists: as root run apt-get update)"
-PKGS=("$kpkg" busybox-static sockperf iperf memcached xdp-tools libxdp1 "${LIB_PKGS[@]}")
+PKGS=("$kpkg" busybox-static sockperf iperf memcached xdp-tools libxdp1 ethtool "${LIB_PKGS[@]}")
 
 # One apt-cache call (each costs most of a second): "pkg.NAME=VERSION" lines.
 versions=$(apt-cache show --no-all-versions "${PKGS[@]}" 2>/dev/null |
@@ -104,7 +105,7 @@ M=$P/lib/modules/$kver
 [ -f "$P/boot/vmlinuz-$kver" ] || die "$kpkg has no boot/vmlinuz-$kver"
 
 # ---- the initramfs tree ----
-mkdir -p "$R"/{bin,usr/bin,usr/sbin,lib/x86_64-linux-gnu,lib64,etc,proc,sys,dev,tmp,"lib/modules/$kver"}
+mkdir -p "$R"/{bin,sbin,usr/bin,usr/sbin,lib/x86_64-linux-gnu,lib64,etc,proc,sys,dev,tmp,"lib/modules/$kver"}
 cp "$P/bin/busybox" "$R/bin/busybox"
 for a in $("$P/bin/busybox" --list); do
 	[ "$a" = busybox ] || ln -sf busybox "$R/bin/$a"

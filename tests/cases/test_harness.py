@@ -861,6 +861,75 @@ def test_harness_machine_axis(t):
         raise Fail(f"machine axis rows: {got}")
 
 
+def test_harness_queues_scaling_table(t):
+    """report.queues_table on synthetic pkt rows: one line per queue count
+    with the medians, the q2/q1 ratios of frames/s and of frames/s per host
+    CPU, and each queue's frames/s; nothing when only one queue count ran."""
+    def row(col, q, pps, cpu_pct, per=()):
+        return {"status": "ok", "test": "pkt_txonly", "backend": "tap", "size": "64", "column": col, "queues": q,
+                "accel": "tcg", "pps": pps, "host_cpu_pct": cpu_pct, "qemu_cpu_pct": cpu_pct / 2, "pps_per_cpu": pps / (cpu_pct / 100.0),
+                "per_queue": [{"queue": k, "pps": v} for k, v in enumerate(per)] or None}
+    rows = [row("default@q1", 1, 100000, 100), row("default@q1", 1, 120000, 100), row("default@q1", 1, 110000, 100),
+            row("default@q2", 2, 200000, 200, (90000, 110000)), row("default@q2", 2, 220000, 200, (100000, 120000))]
+    text = "\n".join(report.queues_table(rows))
+    if "### pkt_txonly 64 B: default (tap, accel tcg)" not in text:
+        raise Fail(f"scaling table: no section for the default column:\n{text}")
+    want = ["| 1 | 3 | 110,000 | 1.00 | 100 | 50.0 | 110,000 | 1.00 | - |",
+            "| 2 | 2 | 210,000 | 1.91 | 200 | 100 | 105,000 | 0.95 | 95,000 / 115,000 |"]
+    for w in want:
+        if w not in text:
+            raise Fail(f"scaling table: missing line {w}:\n{text}")
+    if report.queues_table([r for r in rows if r["queues"] == 2]):
+        raise Fail("scaling table from one queue count: expected none")
+
+
+def test_harness_queues_axis(t):
+    """`queues = 1,2` splits every column into COLUMN@q1 and COLUMN@q2; what
+    cannot take several queue pairs (a TCP test on the appliance, slirp,
+    kvm_pvm) is refused with its reason; a real queues=2 cell on tap (TCG,
+    1 s) boots the appliance with mq=2 smp=2 on QEMU -smp 2 and gives one
+    row with queues=2 whose per_queue lists queue 0 and queue 1, adding up
+    to the total."""
+    r = vnetbench(["--tests", "pkt_txonly", "--queues", "1,2", "--accel", "tcg", "--repetitions", "1", "--list"],
+                  timeout=60)
+    cols = re.findall(r"^pkt_txonly size 64 (\S+) tap rep 1$", r.stdout, re.M)
+    if r.returncode or cols != ["default@q1", "default@q2"]:
+        raise Fail(f"queues axis --list: expected default@q1, default@q2, got {cols} ({r.stderr[-300:]})")
+    expect_refusal(["--tests", "tcp_rr", "--queues", "2", "--accel", "tcg"],
+                   r"queues=2 with test\(s\) tcp_rr: the appliance spreads only app=pkt over queue pairs")
+    expect_refusal(["--tests", "pkt_txonly", "--queues", "2", "--accel", "tcg", "--backends", "user"],
+                   r"queues=2 on backend\(s\) user: .* tap and vhost-user only")
+    import matrix  # noqa: E402
+
+    if matrix.software_kvm():
+        expect_refusal(["--tests", "pkt_txonly", "--queues", "2"],
+                       r"queues=2 with accel auto: this host's /dev/kvm is a software KVM .* use accel=tcg")
+    if os.geteuid() != 0:
+        raise Skip("the queues=2 run needs root (network namespace, multi_queue tap)")
+    out = tempfile.mkdtemp(prefix="vnetlab-queues-")
+    t.cleanups.append(lambda: shutil.rmtree(out, ignore_errors=True))
+    r = vnetbench(["--tests", "pkt_txonly", "--queues", "2", "--accel", "tcg", "--repetitions", "1",
+                   "--seconds", "1", "--warmup", "0", "--out", out], timeout=300)
+    if r.returncode:
+        raise Fail(f"queues=2 run failed ({r.returncode}): {r.stdout[-600:]}{r.stderr[-300:]}")
+    with open(os.path.join(out, "results.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
+    if len(rows) != 1 or rows[0]["status"] != "ok":
+        raise Fail(f"expected one ok row: {[(x.get('column'), x.get('status'), x.get('error')) for x in rows]}")
+    row = rows[0]
+    if row.get("queues") != 2 or "mq=2 smp=2" not in row.get("cmdline", ""):
+        raise Fail(f"row queues={row.get('queues')}, cmdline '{row.get('cmdline')}': expected queues=2 and mq=2 smp=2")
+    per = row.get("per_queue") or []
+    if sorted(e.get("queue") for e in per) != [0, 1] or not all(e.get("frames") for e in per):
+        raise Fail(f"per_queue must list queue 0 and queue 1, each with frames: {per}")
+    if sum(e["frames"] for e in per) != row.get("frames"):
+        raise Fail(f"the queues' frames {[e['frames'] for e in per]} do not add up to the row's {row.get('frames')}")
+    with open(os.path.join(out, "report.md")) as f:
+        rep = f.read()
+    if "## Scaling with queue pairs" in rep:
+        raise Fail("one queue count gave a scaling table (it needs two to compare)")
+
+
 def test_harness_packed_variants_get_packed_on(t):
     """A RING=packed variant (a name with -packed, or `variant X =
     RING=packed`) boots on a NIC that offers the packed ring on either
