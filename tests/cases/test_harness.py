@@ -896,7 +896,7 @@ def test_harness_queues_axis(t):
     if r.returncode or cols != ["default@q1", "default@q2"]:
         raise Fail(f"queues axis --list: expected default@q1, default@q2, got {cols} ({r.stderr[-300:]})")
     expect_refusal(["--tests", "tcp_rr", "--queues", "2", "--accel", "tcg"],
-                   r"queues=2 with test\(s\) tcp_rr: the appliance spreads only app=pkt over queue pairs")
+                   r"queues=2 with test\(s\) tcp_rr: the harness runs only pkt_txonly on several queue pairs")
     expect_refusal(["--tests", "pkt_txonly", "--queues", "2", "--accel", "tcg", "--backends", "user"],
                    r"queues=2 on backend\(s\) user: .* tap and vhost-user only")
     import matrix  # noqa: E402
