@@ -221,7 +221,9 @@ void cmdline_finish(void); /* error on any key nobody claimed */
 
 /* smp.c: application processors (smp=N), each with its own stack, GDT and
  * IDT loaded, local APIC on, and a per-CPU block; they run a function
- * handed to them and touch nothing shared (the console is the BSP's). */
+ * handed to them. What they may share with the BSP is locked where it is:
+ * the console writes a line whole (console.c), the heap takes a lock
+ * (heap.c); everything else on the data path is per CPU (net/inst.h). */
 #define SMP_MAX 16
 typedef int (*smp_fn)(void *arg);
 struct smp_cpu {
