@@ -18,8 +18,8 @@
 #     --net user|tap:IF|none  NIC backend: slirp, an existing tap, or no NIC
 #     --vhost             with tap: vhost=on (needs /dev/vhost-net)
 #     --queues N          with tap: N queue pairs (-netdev queues=N, the NIC
-#                         mq=on with 2N+2 MSI-X vectors; the tap must have
-#                         been made with multi_queue); the guest's mq=N
+#                         mq=on, on PCI with 2N+2 MSI-X vectors; the tap must
+#                         have been made with multi_queue); the guest's mq=N
 #     --packed            offer the packed virtqueue layout (packed=on, virtio 1.2
 #                         2.8): what RING=packed builds need; split builds ignore it
 #     --nic-opts OPTS     more properties for the NIC device, comma-separated
@@ -239,7 +239,13 @@ tap:*)
 	fi
 	if [ "$queues" != 1 ]; then
 		v="$v,queues=$queues"
-		nic="$nic,mq=on,vectors=$((2 * queues + 2))"
+		# virtio-net-pci: an MSI-X vector per queue, the control queue and
+		# config changes. virtio-mmio (microvm) has one interrupt line and
+		# no vectors property: mq=on only (the guest polls, IDLE=poll).
+		case "$machine" in
+		microvm*) nic="$nic,mq=on" ;;
+		*) nic="$nic,mq=on,vectors=$((2 * queues + 2))" ;;
+		esac
 	fi
 	args+=(-netdev "tap,id=n0,ifname=$ifname,script=no,downscript=no$v" -device "$nic")
 	;;

@@ -33,6 +33,8 @@ TIMEOUT = 30
 LRO = "offload:base-every-ei1-eager-inline-zc1"
 PK = "drivers/virtio/virtq_packed.c"
 PACKED = "base-every-ei1-eager-inline-zc1-packed"
+POLL = "base-every-ei1-eager-inline-zc1"
+MQ = "drivers/virtio/vnet_mq.c"
 MUTANTS = [
     # Barrier B under an emulator (virtq_set_sync()): the TX stall.
     ("kick_prepare trusts a no without the register read", "drivers/virtio/virtq.c",
@@ -409,6 +411,35 @@ MUTANTS = [
     ("inst: copy 0 goes on before every copy polls its queue",
      "net/inst_table.c", "\t\tif (!ready[k])\n\t\t\treturn false;", "\t\tif (!ready[k] && 0)\n\t\t\treturn false;",
      ["inst_table"]),
+    # Issue 26: multiqueue (vnet_mq.c, virtio 1.2 5.1.6.5.5) against the
+    # two-pair simulated device (tests/unit/test_vnet_mq.c; IDLE=poll
+    # variants only, the others refuse mq > 1).
+    ("mq: control queue at 2 x max_virtqueue_pairs - 1 (transmitq2's index)", MQ,
+     "&ctrlq, (uint16_t)(2u * vn->max_pairs),", "&ctrlq, (uint16_t)(2u * vn->max_pairs - 1),",
+     [POLL, PACKED]),
+    ("mq: control queue at 2 x pairs in use, not 2 x max_virtqueue_pairs", MQ,
+     "&ctrlq, (uint16_t)(2u * vn->max_pairs),", "&ctrlq, (uint16_t)(2u * vn->pairs),",
+     [POLL]),
+    ("mq: pair k's receiveq at 2k + 1, not 2k", "drivers/virtio/vnet.c",
+     "virtio_dev_queue_setup(&q->vd, &q->rxq, (uint16_t)(2 * k),",
+     "virtio_dev_queue_setup(&q->vd, &q->rxq, (uint16_t)(2 * k + 1),",
+     [POLL, PACKED]),
+    ("mq: VQ_PAIRS_SET carries pairs - 1", MQ,
+     "uint16_t pairs = (uint16_t)vn->pairs;", "uint16_t pairs = (uint16_t)(vn->pairs - 1);",
+     [POLL]),
+    ("mq: the control queue's ack is not checked (VIRTIO_NET_ERR taken for OK)", MQ,
+     "if (ctrl_buf[8] != VIRTIO_NET_OK) {", "if (0) {",
+     [POLL, PACKED]),
+    ("mq: MQ and CTRL_VQ asked for with one pair too", MQ,
+     "return pairs > 1 ? VIRTIO_BIT(VIRTIO_NET_F_MQ)", "return pairs > 0 ? VIRTIO_BIT(VIRTIO_NET_F_MQ)",
+     [POLL, "base-every-ei1-eager-inline-zc1-idle_halt"]),
+    ("mq: vnet_queue() gives pair 0 for every k", "drivers/virtio/vnet.c",
+     "return qp < vn->pairs ? &vnet_dev[qp] : NULL;", "return qp < vn->pairs ? &vnet_dev[0] : NULL;",
+     [POLL, PACKED]),
+    # Caught as a hang (TIMEOUT): one binary only.
+    ("mq: the wait for the control queue's ack is unbounded", MQ,
+     "if (clock_ns() - t0 > CTRL_WAIT_NS) {", "if (clock_ns() - t0 > CTRL_WAIT_NS && 0) {",
+     [POLL]),
 ]
 
 

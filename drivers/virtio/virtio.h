@@ -55,6 +55,7 @@
 /* 5.1.6.5 control virtqueue: class, command, data, then the ack the
  * device writes; 5.1.6.5.5 the multiqueue class. */
 #define VIRTIO_NET_OK                   0
+#define VIRTIO_NET_ERR                  1
 #define VIRTIO_NET_CTRL_MQ              4
 #define VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET 0
 #define VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MIN 1

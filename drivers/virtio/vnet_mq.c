@@ -89,8 +89,9 @@ int vnet_mq_setup(struct vnet *vn, char *err, size_t errlen)
 	if (virtio_dev_queue_setup(&vn->vd, &ctrlq, (uint16_t)(2u * vn->max_pairs),
 	                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), err, errlen))
 		return -1;
-	if (!ctrl_buf)
-		ctrl_buf = pmm_alloc(64, 64);
+	/* Every bring-up its own: memory from before a reset (the host unit
+	 * tests reset their arena between devices) may be a ring now. */
+	ctrl_buf = pmm_alloc(64, 64);
 	return 0;
 }
 

@@ -31,7 +31,8 @@ void sim_reset(uint64_t offered)
 	sim.max_qsize = 256;
 	sim.mode = SIM_SYNC;
 	sim.rx_hdr.num_buffers = 1;
-	for (int i = 0; i < 2; i++)
+	sim.mq_pairs = 1;
+	for (int i = 0; i < SIM_QUEUES; i++)
 		sim.q[i].rng = 12345u + (uint32_t)i;
 }
 
@@ -44,6 +45,25 @@ void sim_net_reset(uint64_t offered, uint16_t mtu)
 	sim.cfg[VIRTIO_NET_CFG_STATUS] = VIRTIO_NET_S_LINK_UP;
 	sim.cfg[VIRTIO_NET_CFG_MTU] = mtu & 0xff;
 	sim.cfg[VIRTIO_NET_CFG_MTU + 1] = mtu >> 8;
+}
+
+void sim_net_mq_reset(uint64_t offered, uint16_t mtu, uint16_t pairs)
+{
+	sim_net_reset(offered | VIRTIO_BIT(VIRTIO_NET_F_MQ) | VIRTIO_BIT(VIRTIO_NET_F_CTRL_VQ),
+	              mtu);
+	if (pairs < 1 || pairs > SIM_MAX_PAIRS)
+		pairs = SIM_MAX_PAIRS;
+	/* 5.1.4: max_virtqueue_pairs, le16 */
+	sim.cfg[VIRTIO_NET_CFG_MAX_VQ_PAIRS] = pairs & 0xff;
+	sim.cfg[VIRTIO_NET_CFG_MAX_VQ_PAIRS + 1] = pairs >> 8;
+	sim.num_queues = (uint16_t)(2 * pairs + 1);
+	sim.ctrl_qidx = (uint16_t)(2 * pairs); /* 5.1.2 */
+}
+
+/* Is qidx a receiveq (5.1.2: the even indices below the control queue)? */
+static bool sim_is_rxq(uint16_t qidx)
+{
+	return qidx % 2 == 0 && !(sim.ctrl_qidx && qidx == sim.ctrl_qidx);
 }
 
 /* What the device sees of the driver's notification request (weak_order:
@@ -70,7 +90,7 @@ static void sim_see_driver_stores(struct sim_queue *q)
 
 void sim_register_access(void)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < SIM_QUEUES; i++)
 		sim_see_driver_stores(&sim.q[i]);
 }
 
@@ -603,11 +623,59 @@ void sim_run(struct sim_queue *q)
 	}
 }
 
+/* The control queue (5.1.6.5): each command is a readable part (class,
+ * command, command-specific data) and a writable ack byte. Recorded in
+ * sim.ctrl_*, answered as sim.ctrl_answer says; VQ_PAIRS_SET answered OK
+ * changes the pairs the device uses (5.1.6.5.5). */
+static void sim_ctrl_run(struct sim_queue *q)
+{
+	static uint8_t cmd[SIM_FRAME_MAX];
+
+	for (;;) {
+		struct sim_chain c;
+		uint32_t len;
+		uint16_t old;
+		int r = q->packed ? sim_next_packed(q, &c, cmd, &len)
+		                  : sim_next_split(q, &c, cmd, &len);
+
+		if (r <= 0)
+			return;
+		q->last_avail++;
+		q->consumed++;
+		sim.ctrl_cmds++;
+		sim.ctrl_len = len;
+		sim.ctrl_class = len > 0 ? cmd[0] : 0xff;
+		sim.ctrl_cmd = len > 1 ? cmd[1] : 0xff;
+		memset(sim.ctrl_data, 0, sizeof(sim.ctrl_data));
+		if (len > 2)
+			memcpy(sim.ctrl_data, cmd + 2,
+			       len - 2 < sizeof(sim.ctrl_data) ? len - 2 : sizeof(sim.ctrl_data));
+		if (len < 2 || c.nw != 1 || c.writable != 1)
+			sim_driver_error("ctrl: command of %u readable bytes, %u writable in %u "
+			                 "parts (5.1.6.5: class, command, data, then the ack)",
+			                 len, c.writable, c.nw);
+		q->pending[q->npending++] = c;
+		if (sim.ctrl_answer == SIM_CTRL_NEVER)
+			continue;
+		if (c.nw) {
+			*(uint8_t *)(uintptr_t)c.w[0].addr =
+			    sim.ctrl_answer == SIM_CTRL_OK ? VIRTIO_NET_OK : VIRTIO_NET_ERR;
+			q->pending[q->npending - 1].written = 1;
+		}
+		if (sim.ctrl_answer == SIM_CTRL_OK && sim.ctrl_class == VIRTIO_NET_CTRL_MQ &&
+		    sim.ctrl_cmd == VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET && len >= 4)
+			sim.mq_pairs = (uint16_t)(sim.ctrl_data[0] | sim.ctrl_data[1] << 8);
+		old = q->used_idx;
+		sim_complete_at(q, q->npending - 1);
+		sim_publish_used(q, old);
+	}
+}
+
 void sim_doorbell(uint16_t qidx, uint16_t avail_idx)
 {
 	struct sim_queue *q;
 
-	if (qidx >= 2 || !sim.q[qidx].ready) {
+	if (qidx >= SIM_QUEUES || qidx >= sim.num_queues || !sim.q[qidx].ready) {
 		sim_driver_error("doorbell for queue %u, which is not set up", qidx);
 		return;
 	}
@@ -631,7 +699,11 @@ void sim_doorbell(uint16_t qidx, uint16_t avail_idx)
 		                 sim_published(q));
 	}
 	q->kicked_since_idle = true;
-	if (qidx == 0) {
+	if (sim.ctrl_qidx && qidx == sim.ctrl_qidx) {
+		sim_ctrl_run(q); /* the device answers at once (or never) */
+		return;
+	}
+	if (sim_is_rxq(qidx)) {
 		q->starved = false;
 		return; /* RX: buffers are taken when a frame arrives */
 	}
@@ -651,12 +723,21 @@ void sim_doorbell(uint16_t qidx, uint16_t avail_idx)
  * device without buffers (the frame is dropped, as QEMU would). */
 bool sim_rx_inject(const void *frame, uint32_t len)
 {
-	struct sim_queue *q = &sim.q[0];
+	return sim_rx_inject_q(0, frame, len);
+}
+
+bool sim_rx_inject_q(uint16_t qidx, const void *frame, uint32_t len)
+{
+	struct sim_queue *q = &sim.q[qidx];
 	uint8_t data[SIM_FRAME_MAX];
 	struct sim_chain *c;
 	uint32_t total = 12 + len, off = 0;
 	uint16_t old;
 
+	/* 5.1.6.5.5: pair k + 1 > 1 carries frames only once VQ_PAIRS_SET(> k)
+	 * was acknowledged. */
+	if (qidx >= SIM_QUEUES || !sim_is_rxq(qidx) || !q->ready || qidx / 2u >= sim.mq_pairs)
+		return false;
 	/* Take every posted buffer (a real device reads ahead too), so a
 	 * buffer posted twice is seen while both copies are held. */
 	sim_consume(q, q->size);
@@ -690,7 +771,7 @@ bool sim_rx_inject(const void *frame, uint32_t len)
  * entries available without notifying. */
 bool sim_lost_wakeup(const struct sim_queue *q)
 {
-	bool waiting = q->qidx == 0 ? q->starved : !q->busy;
+	bool waiting = sim_is_rxq(q->qidx) ? q->starved : !q->busy;
 	uint16_t ahead = q->event_idx ? q->event_ahead : 0;
 	unsigned descs = 0;
 

@@ -22,6 +22,12 @@
 
 #define SIM_FRAME_MAX (12 + 65536) /* a TSO frame with its header */
 #define SIM_WBUF_MAX  4            /* writable descriptors remembered per chain */
+/* Queues the device can have: up to three pairs and the control queue
+ * (sim_net_mq_reset(); 5.1.2: receiveq k+1 at 2k, transmitq k+1 at 2k+1,
+ * controlq at 2 * max_virtqueue_pairs: with 2 pairs rx0, tx0, rx1, tx1,
+ * ctrl at 4). Single-pair devices use q[0..1]. */
+#define SIM_MAX_PAIRS 3
+#define SIM_QUEUES    (2 * SIM_MAX_PAIRS + 1)
 
 enum sim_fault {
 	SIM_FAULT_NONE,
@@ -39,6 +45,13 @@ enum sim_fault {
 	SIM_FAULT_WRAP_STUCK, /* the device never toggles its wrap counter (fails a lap later) */
 	SIM_FAULT_USED_TWICE, /* one buffer marked used twice, in two used descriptors */
 	SIM_FAULT_KINDS
+};
+
+/* How the control queue (5.1.6.5) answers a command. */
+enum sim_ctrl_answer {
+	SIM_CTRL_OK,    /* VIRTIO_NET_OK, and VQ_PAIRS_SET takes effect */
+	SIM_CTRL_ERR,   /* VIRTIO_NET_ERR */
+	SIM_CTRL_NEVER, /* takes the command and never returns it */
 };
 
 enum sim_mode {
@@ -120,8 +133,19 @@ struct sim_dev {
 	/* RX: the virtio-net header the device writes in front of each frame,
 	 * every field (sim_reset: num_buffers 1, the rest 0). */
 	struct virtio_net_hdr rx_hdr;
-	struct sim_queue q[2];
+	struct sim_queue q[SIM_QUEUES];
 	enum sim_mode mode;
+	/* Multiqueue (VIRTIO_NET_F_MQ, 5.1.6.5.5): the control queue's index
+	 * (0: none, a single-pair device), how it answers, what it was sent
+	 * (every command's class, command and first data bytes, the last
+	 * one's readable length), and the pairs the device uses: 1 until a
+	 * VQ_PAIRS_SET it answered OK. */
+	uint16_t ctrl_qidx;
+	enum sim_ctrl_answer ctrl_answer;
+	unsigned ctrl_cmds;
+	uint8_t ctrl_class, ctrl_cmd, ctrl_data[8];
+	uint32_t ctrl_len;
+	uint16_t mq_pairs;
 	unsigned driver_errors; /* rule breaks by the driver */
 	char last_error[256];
 };
@@ -132,6 +156,10 @@ void sim_reset(uint64_t offered);
 /* sim_reset(), then a virtio-net config space as QEMU's: MAC
  * 52:54:00:12:34:56, link up, this MTU. */
 void sim_net_reset(uint64_t offered, uint16_t mtu);
+/* sim_net_reset(), then VIRTIO_NET_F_MQ and CTRL_VQ offered too, a config
+ * with max_virtqueue_pairs = pairs (1..SIM_MAX_PAIRS), 2 * pairs + 1
+ * queues and the control queue last, answering OK. */
+void sim_net_mq_reset(uint64_t offered, uint16_t mtu, uint16_t pairs);
 void sim_attach(struct sim_queue *q, const struct virtq *vq, uint16_t qidx);
 void sim_doorbell(uint16_t qidx, uint16_t avail_idx);
 void sim_register_access(void); /* the driver read a device register (weak_order) */
@@ -140,6 +168,9 @@ unsigned sim_complete(struct sim_queue *q, unsigned max);
 void sim_idle(struct sim_queue *q);
 void sim_run(struct sim_queue *q);
 bool sim_rx_inject(const void *frame, uint32_t len);
+/* The same on receiveq qidx / 2 + 1 (qidx even); false also for a pair the
+ * device does not use yet (5.1.6.5.5). */
+bool sim_rx_inject_q(uint16_t qidx, const void *frame, uint32_t len);
 int sim_rx_inject_hdr(const struct virtio_net_hdr *h, const void *frame, uint32_t len, int claim,
                       int complete);
 bool sim_lost_wakeup(const struct sim_queue *q);

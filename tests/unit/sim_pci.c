@@ -17,7 +17,9 @@ static int sim_pci_reset(void *t)
 	(void)t;
 	sim.status = 0;
 	sim.accepted = 0;
-	sim.q[0].ready = sim.q[1].ready = false;
+	sim.mq_pairs = 1; /* 5.1.6.5.5: after a reset, one pair again */
+	for (int i = 0; i < SIM_QUEUES; i++)
+		sim.q[i].ready = false;
 	return 0;
 }
 
@@ -125,7 +127,8 @@ static int sim_pci_queue_setup(void *t, struct virtq *vq, uint16_t qidx, bool ev
 	if (event_idx != !!(sim.accepted & VIRTIO_BIT(VIRTIO_F_EVENT_IDX)))
 		sim_driver_error("queue %u: event_idx %d but features say otherwise", qidx,
 		                 event_idx);
-	if (qidx >= 2 || virtq_init(vq, qidx, size, event_idx, shim_alloc, sim_pci_notify, NULL)) {
+	if (qidx >= sim.num_queues || qidx >= SIM_QUEUES ||
+	    virtq_init(vq, qidx, size, event_idx, shim_alloc, sim_pci_notify, NULL)) {
 		snprintf(err, errlen, "sim: cannot set up queue %u", qidx);
 		return -1;
 	}

@@ -180,5 +180,6 @@ int main(void)
 	RUN(test_rx_coalesce);
 	RUN(test_idle_weak_fences);
 	test_vnet_fwd();
+	test_vnet_mq();
 	return check_done("test_vnet %s", vnet_variant());
 }

@@ -25,7 +25,8 @@ UNIT_PACKED_OBJS := $(UNIT_SHARED_OBJS) $(call unit_ring_obj,x-packed)
 # Compiled per variant.
 # test_vnet: one binary from these files (vnet_fixture.h lists their tests).
 UNIT_VNET_TESTS := $(addprefix tests/unit/,test_vnet.c test_vnet_kick.c test_vnet_tx.c \
-	test_vnet_reclaim.c test_vnet_rx.c test_vnet_faults.c test_vnet_idle.c test_vnet_fwd.c vnet_fixture.c)
+	test_vnet_reclaim.c test_vnet_rx.c test_vnet_faults.c test_vnet_idle.c test_vnet_fwd.c test_vnet_mq.c \
+	vnet_fixture.c)
 UNIT_VNET_SRCS := $(UNIT_VNET_TESTS) tests/unit/sim_pci.c drivers/virtio/virtio_dev.c drivers/virtio/vnet.c \
 	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c drivers/virtio/vnet_mq.c
 

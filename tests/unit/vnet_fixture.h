@@ -93,4 +93,7 @@ void test_idle_policy(void);
 void test_rx_coalesce(void);
 void test_idle_weak_fences(void);
 
+/* test_vnet_mq.c: multiqueue on a two-pair device (vnet_mq.c); runs its own */
+void test_vnet_mq(void);
+
 #endif

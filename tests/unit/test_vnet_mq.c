@@ -1,0 +1,331 @@
+/*
+ * test_vnet_mq.c: multiqueue (vnet_mq.c, VIRTIO_NET_F_MQ, virtio 1.2
+ * 5.1.6.5.5) against a simulated device with two queue pairs
+ * (sim_net_mq_reset(): rx0, tx0, rx1, tx1 and the control queue at 4):
+ * what is negotiated, where each queue is, the VQ_PAIRS_SET command,
+ * frames and counters per pair, and every refusal. mq > 1 needs IDLE=poll,
+ * so the other idle variants check only that refusal.
+ */
+#include "tests/unit/vnet_fixture.h"
+
+#define MQ_BITS (VIRTIO_BIT(VIRTIO_NET_F_MQ) | VIRTIO_BIT(VIRTIO_NET_F_CTRL_VQ))
+
+/* tx_done per pair: arg is the pair's counter. */
+static unsigned mq_done[2];
+
+static void mq_on_tx_done(void *arg, void *cookie)
+{
+	(void)cookie;
+	(*(unsigned *)arg)++;
+}
+
+/* A fresh two-pair device (max_virtqueue_pairs = max) answering as told,
+ * and the driver opened on it with `pairs` pairs; NULL and err if that
+ * fails. */
+static struct vnet *mq_open(uint16_t max, unsigned pairs, enum sim_ctrl_answer answer, char *err,
+                            size_t errlen)
+{
+	struct vnet *v;
+
+	dev_config(SIM_FEATURES, SIM_SYNC);
+	sim_net_mq_reset(SIM_FEATURES, 1500, max);
+	sim.ctrl_answer = answer;
+	err[0] = 0;
+	/* The clock moves during bring-up (1 us per read), so a command the
+	 * device never sees answered ends the 1 s wait: a failed check, not
+	 * a hang. */
+	shim_clock_step = 1000;
+	v = vnet_open_mq(pairs, err, errlen);
+	shim_clock_step = 0;
+	vn = v;
+	mq_done[0] = mq_done[1] = 0;
+	for (unsigned k = 0; v && k < vnet_queue_pairs(v); k++)
+		vnet_set_tx_done(vnet_queue(v, k), mq_on_tx_done, &mq_done[k % 2]);
+	return v;
+}
+
+/* The ring memory the device was given for queue qidx, and the driver's. */
+static const void *sim_ring(uint16_t qidx)
+{
+	return sim.q[qidx].packed ? (const void *)sim.q[qidx].pdesc
+	                          : (const void *)sim.q[qidx].desc;
+}
+
+static const void *drv_ring(const struct virtq *vq)
+{
+	return vq->packed ? (const void *)vq->pdesc : (const void *)vq->desc;
+}
+
+/* Frame i on pair q: a 60-byte frame whose bytes say pair and number
+ * (with headroom: an inline-header build writes the header in front). */
+static int mq_send(struct vnet *q, unsigned i)
+{
+	static uint8_t f[2][64][HEADROOM + FRAME_LEN];
+	uint8_t *p = f[vnet_queue_index(q) % 2][i % 64] + HEADROOM;
+	struct vnet_seg seg = {p, FRAME_LEN};
+
+	for (unsigned b = 0; b < FRAME_LEN; b++)
+		p[b] = (uint8_t)(0x40 * vnet_queue_index(q) + i + b);
+	return vnet_tx(q, &seg, 1, NULL, (void *)(uintptr_t)(i + 1));
+}
+
+/* What the appliance does before it waits, on one pair (the labelled
+ * timer variant also lets its hold expire). */
+static void mq_settle(struct vnet *q)
+{
+	vnet_tx_end_burst(q);
+	vnet_poll(q);
+	if (VNET_IS_KICK_TIMER) {
+		shim_now_ns += VNET_KICK_TIMER_US * 1000ull;
+		vnet_poll(q);
+	}
+	vnet_before_wait(q);
+}
+
+/* mq=1 (the default) on a device that offers MQ: neither feature, no
+ * control queue, no command; in every variant. */
+static void test_mq_one_pair(void)
+{
+	char err[256];
+	struct vnet *v = mq_open(2, 1, SIM_CTRL_OK, err, sizeof(err));
+
+	CHECK(v != NULL, "mq=1 opens on an MQ device");
+	if (!v) {
+		printf("     %s\n", err);
+		return;
+	}
+	CHECK_EQ(0, sim.accepted & MQ_BITS, "mq=1: neither MQ nor CTRL_VQ accepted");
+	CHECK_EQ(0, vnet_features(v) & MQ_BITS, "mq=1: neither reported");
+	CHECK_EQ(1, vnet_queue_pairs(v), "one pair");
+	CHECK(vnet_queue(v, 0) == v && vnet_queue(v, 1) == NULL, "vnet_queue: pair 0 only");
+	CHECK(!sim.q[2].ready && !sim.q[3].ready && !sim.q[4].ready,
+	      "mq=1: only queues 0 and 1 set up");
+	CHECK_EQ(0, sim.ctrl_cmds, "mq=1: no control command");
+	CHECK_EQ(0, sim.driver_errors, "3.1.1 order and ring rules");
+}
+
+/* Not IDLE=poll: interrupts are set up for pair 0 only, so mq=2 is an
+ * error that says so (before anything is negotiated). */
+static void test_mq_needs_idle_poll(void)
+{
+	char err[256];
+	struct vnet *v = mq_open(2, 2, SIM_CTRL_OK, err, sizeof(err));
+
+	CHECK(v == NULL, "mq=2 refused without IDLE=poll");
+	CHECK(strstr(err, "mq=2 needs IDLE=poll") != NULL, "the error names IDLE=poll");
+	CHECK(sim.status & VIRTIO_STATUS_FAILED, "FAILED status bit set");
+	CHECK_EQ(0, sim.ctrl_cmds, "no control command");
+	printf("     %s -> \"%s\"\n", vnet_idle_policy(), err);
+}
+
+/* mq=2 on the two-pair device: features, queue indices, VQ_PAIRS_SET(2),
+ * distinct rings per pair. */
+static void test_mq_bringup(void)
+{
+	char err[256];
+	struct vnet *v = mq_open(2, 2, SIM_CTRL_OK, err, sizeof(err)), *q0, *q1;
+
+	CHECK(v != NULL, "mq=2 opens");
+	if (!v) {
+		printf("     %s\n", err);
+		return;
+	}
+	CHECK_EQ(MQ_BITS, sim.accepted & MQ_BITS, "mq=2: MQ and CTRL_VQ accepted");
+	CHECK_EQ(MQ_BITS, vnet_features(v) & MQ_BITS, "mq=2: both reported");
+	CHECK_EQ(VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK |
+	             VIRTIO_STATUS_DRIVER_OK,
+	         sim.status, "device status after bring-up");
+	CHECK_EQ(0, sim.driver_errors, "3.1.1 order and ring rules");
+	CHECK_EQ(2, vnet_queue_pairs(v), "two pairs");
+	q0 = vnet_queue(v, 0);
+	q1 = vnet_queue(v, 1);
+	CHECK(q0 == v, "pair 0 is the device's struct vnet");
+	CHECK(q1 != NULL && q1 != q0, "pair 1 is a struct vnet of its own");
+	CHECK(vnet_queue(v, 2) == NULL, "no pair 2");
+	if (!q1 || q1 == q0)
+		return;
+	CHECK_EQ(0, vnet_queue_index(q0), "pair 0's index");
+	CHECK_EQ(1, vnet_queue_index(q1), "pair 1's index");
+	CHECK_EQ(2, vnet_queue_pairs(q1), "pair 1 knows the count");
+	/* 5.1.2: receiveq k+1 at 2k, transmitq k+1 at 2k+1, controlq at 2 x max. */
+	for (uint16_t i = 0; i < 5; i++)
+		CHECK(sim.q[i].ready, "queues 0..4 set up");
+	CHECK(sim_ring(0) == drv_ring(&q0->rxq), "pair 0 RX is queue 0");
+	CHECK(sim_ring(1) == drv_ring(&q0->txq), "pair 0 TX is queue 1");
+	CHECK(sim_ring(2) == drv_ring(&q1->rxq), "pair 1 RX is queue 2");
+	CHECK(sim_ring(3) == drv_ring(&q1->txq), "pair 1 TX is queue 3");
+	CHECK(drv_ring(&q1->rxq) != drv_ring(&q0->rxq) && drv_ring(&q1->txq) != drv_ring(&q0->txq),
+	      "each pair's rings its own");
+	CHECK(q1->rx_mem != q0->rx_mem && q1->tx_mem != q0->tx_mem, "each pair's buffers its own");
+	if (sim.q[0].ready && sim.q[2].ready) {
+		CHECK_EQ(256, sim_published(&sim.q[0]), "pair 0: every RX buffer posted");
+		CHECK_EQ(256, sim_published(&sim.q[2]), "pair 1: every RX buffer posted");
+	}
+	/* 5.1.6.5.5: one VQ_PAIRS_SET, virtqueue_pairs le16 = 2, acked. */
+	CHECK_EQ(1, sim.ctrl_cmds, "one control command");
+	CHECK_EQ(VIRTIO_NET_CTRL_MQ, sim.ctrl_class, "class VIRTIO_NET_CTRL_MQ");
+	CHECK_EQ(VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET, sim.ctrl_cmd, "command VQ_PAIRS_SET");
+	CHECK_EQ(4, sim.ctrl_len, "class, command, le16 virtqueue_pairs");
+	CHECK_EQ(2, sim.ctrl_data[0] | sim.ctrl_data[1] << 8, "virtqueue_pairs = 2 (le16)");
+	CHECK_EQ(2, sim.mq_pairs, "the device uses two pairs");
+	CHECK_EQ(1, sim.q[4].completed, "the command was answered");
+	CHECK(!vnet_kick_pending(q0) && !vnet_kick_pending(q1), "nothing pending after bring-up");
+}
+
+/* A device with more pairs than asked for: the control queue still sits
+ * at 2 x max_virtqueue_pairs (5.1.2), past queues nobody uses. */
+static void test_mq_ctrlq_at_max(void)
+{
+	char err[256];
+	struct vnet *v = mq_open(3, 2, SIM_CTRL_OK, err, sizeof(err));
+
+	CHECK(v != NULL, "mq=2 opens on a max_virtqueue_pairs=3 device");
+	if (!v) {
+		printf("     %s\n", err);
+		return;
+	}
+	CHECK(sim.q[6].ready, "control queue at 6 = 2 x max_virtqueue_pairs");
+	CHECK(!sim.q[4].ready && !sim.q[5].ready, "pair 3's queues (4, 5) not set up");
+	CHECK_EQ(1, sim.ctrl_cmds, "the command reached it");
+	CHECK_EQ(2, sim.ctrl_data[0] | sim.ctrl_data[1] << 8, "virtqueue_pairs = 2, not max");
+	CHECK_EQ(0, sim.driver_errors, "no rule broken");
+}
+
+/* Frames on pair 1 go out on queue 3 only, frames the device puts on
+ * queue 2 come in on pair 1 only, and each pair counts its own. */
+static void test_mq_per_pair_traffic(void)
+{
+	enum { N1 = 40, N0 = 7, R1 = 5, R0 = 3 };
+	struct vnet_counters rx0, tx0, rx1, tx1;
+	struct vnet_rx got;
+	char err[256];
+	struct vnet *v = mq_open(2, 2, SIM_CTRL_OK, err, sizeof(err)), *q0, *q1;
+	unsigned sent = 0, bad = 0, n;
+	uint8_t frame[FRAME_LEN];
+
+	CHECK(v != NULL, "mq=2 opens");
+	if (!v) {
+		printf("     %s\n", err);
+		return;
+	}
+	q0 = vnet_queue(v, 0);
+	q1 = vnet_queue(v, 1);
+	if (!q1 || q1 == q0) {
+		CHECK(0, "pair 1 is a struct vnet of its own");
+		return;
+	}
+	for (unsigned i = 0; i < N1; i++)
+		sent += mq_send(q1, i) == 0;
+	mq_settle(q1);
+	CHECK_EQ(N1, sent, "pair 1 takes every frame");
+	CHECK_EQ(N1, sim.q[3].frames, "pair 1's frames on transmitq2 (queue 3)");
+	CHECK_EQ(0, sim.q[1].frames, "none on transmitq1 (queue 1)");
+	CHECK_EQ(0x40 + (N1 - 1), sim.q[3].last[12], "the last frame is pair 1's, whole");
+	CHECK_EQ(FRAME_LEN + 12, sim.q[3].last_len, "header + frame");
+	sent = 0;
+	for (unsigned i = 0; i < N0; i++)
+		sent += mq_send(q0, i) == 0;
+	mq_settle(q0);
+	CHECK_EQ(N0, sent, "pair 0 takes every frame");
+	CHECK_EQ(N0, sim.q[1].frames, "pair 0's frames on queue 1");
+	CHECK_EQ(N1, sim.q[3].frames, "queue 3 unchanged");
+	CHECK_EQ(N0 - 1, sim.q[1].last[12], "the last frame on queue 1 is pair 0's");
+	CHECK_EQ(0, vnet_drain(q1, 1000000000ull), "pair 1 drains");
+	CHECK_EQ(0, vnet_drain(q0, 1000000000ull), "pair 0 drains");
+	CHECK_EQ(N1, mq_done[1], "pair 1's tx_done for each of its frames");
+	CHECK_EQ(N0, mq_done[0], "pair 0's for each of its");
+
+	/* RX: receiveq2 (queue 2) is pair 1's. */
+	for (unsigned i = 0; i < R1; i++) {
+		memset(frame, 0x10 + (int)i, sizeof(frame));
+		CHECK(sim_rx_inject_q(2, frame, sizeof(frame)), "device delivers on queue 2");
+	}
+	for (unsigned i = 0; i < R0; i++) {
+		memset(frame, 0x80 + (int)i, sizeof(frame));
+		CHECK(sim_rx_inject_q(0, frame, sizeof(frame)), "device delivers on queue 0");
+	}
+	for (n = 0; vnet_rx(q1, &got) == 1; n++) {
+		if (got.len != FRAME_LEN || ((const uint8_t *)got.buf[0].data)[0] != 0x10 + n)
+			bad++;
+		vnet_rx_release_frame(q1, &got);
+	}
+	CHECK_EQ(R1, n, "pair 1 receives queue 2's frames");
+	CHECK_EQ(0, bad, "in order, whole, none of queue 0's");
+	for (n = 0; vnet_rx(q0, &got) == 1; n++) {
+		if (got.len != FRAME_LEN || ((const uint8_t *)got.buf[0].data)[0] != 0x80 + n)
+			bad++;
+		vnet_rx_release_frame(q0, &got);
+	}
+	CHECK_EQ(R0, n, "pair 0 receives queue 0's frames only");
+	CHECK_EQ(0, bad, "none of queue 2's");
+
+	vnet_counters(q0, &rx0, &tx0);
+	vnet_counters(q1, &rx1, &tx1);
+	CHECK_EQ(N1, tx1.frames, "pair 1 counts its TX frames");
+	CHECK_EQ(N0, tx0.frames, "pair 0 counts its own");
+	CHECK_EQ(N1 * FRAME_LEN, tx1.bytes, "pair 1's TX bytes");
+	CHECK_EQ(R1, rx1.frames, "pair 1 counts its RX frames");
+	CHECK_EQ(R0, rx0.frames, "pair 0 counts its own");
+	CHECK_EQ(sim.q[3].doorbells, tx1.kicks, "pair 1's TX kicks are queue 3's doorbells");
+	CHECK_EQ(sim.q[1].doorbells, tx0.kicks, "pair 0's are queue 1's");
+	CHECK_EQ(0, sim.driver_errors, "no rule broken");
+}
+
+static void expect_mq_failure(uint16_t max, unsigned pairs, enum sim_ctrl_answer answer,
+                              const char *says, const char *what)
+{
+	char err[256];
+	struct vnet *v = mq_open(max, pairs, answer, err, sizeof(err));
+
+	CHECK(v == NULL, what);
+	CHECK(strstr(err, says) != NULL, what);
+	CHECK(sim.status & VIRTIO_STATUS_FAILED, "FAILED status bit set");
+	printf("     %s -> \"%s\"\n", what, err);
+}
+
+/* Each refusal is an error naming it, never a hang. */
+static void test_mq_refusals(void)
+{
+	char err[256] = "";
+	uint64_t t0;
+
+	dev_config(SIM_FEATURES, SIM_SYNC); /* no MQ */
+	CHECK(vnet_open_mq(2, err, sizeof(err)) == NULL, "mq=2 on a device without MQ refused");
+	CHECK(strstr(err, "needs VIRTIO_NET_F_MQ and CTRL_VQ") != NULL, "the error names MQ");
+	CHECK_EQ(0, sim.accepted & MQ_BITS, "nothing of MQ accepted");
+	printf("     no MQ -> \"%s\"\n", err);
+
+	expect_mq_failure(2, 3, SIM_CTRL_OK, "mq=3 but the device offers max_virtqueue_pairs=2",
+	                  "mq=3 on a two-pair device");
+	CHECK_EQ(0, sim.ctrl_cmds, "no command sent");
+
+	expect_mq_failure(2, 2, SIM_CTRL_ERR, "VQ_PAIRS_SET(2) answered 1, not OK",
+	                  "control queue answers VIRTIO_NET_ERR");
+	CHECK_EQ(1, sim.ctrl_cmds, "the command was sent");
+
+	/* A device that never answers: the wait ends at 1 s of clock_ns()
+	 * (mq_open() moves it 1 us per read; t0 is 0 after the reset). */
+	t0 = 0;
+	CHECK(mq_open(2, 2, SIM_CTRL_NEVER, err, sizeof(err)) == NULL,
+	      "control queue never answers: refused");
+	CHECK(strstr(err, "VQ_PAIRS_SET(2) not answered in 1 s") != NULL, "the error says so");
+	CHECK(sim.status & VIRTIO_STATUS_FAILED, "FAILED status bit set");
+	CHECK_EQ(1, sim.ctrl_cmds, "the command was taken");
+	CHECK(shim_now_ns - t0 >= 1000000000ull && shim_now_ns - t0 < 1100000000ull,
+	      "after 1 s, not much more");
+	printf("     never answered -> \"%s\" after %llu ms\n", err,
+	       (unsigned long long)((shim_now_ns - t0) / 1000000));
+}
+
+void test_vnet_mq(void)
+{
+	RUN(test_mq_one_pair);
+	if (!VNET_IS_IDLE_POLL) {
+		RUN(test_mq_needs_idle_poll);
+		return;
+	}
+	RUN(test_mq_bringup);
+	RUN(test_mq_ctrlq_at_max);
+	RUN(test_mq_per_pair_traffic);
+	RUN(test_mq_refusals);
+}
