@@ -117,7 +117,7 @@ def test_linux_guest_pktgen_counts_exactly(t):
         if sink.stdout.readline().strip() != "listening":
             raise Fail("pktpeer recv did not start")
         g = linux_boot(t, ns, {"tests": "pkt_txonly", "pkt.sizes": "64", "seconds": "3"})
-        g.wait_line(r"^vnetlab-linux pktgen start size=64 burst=32 seconds=3$", timeout=90)
+        g.wait_line(r"^vnetlab-linux pktgen start size=64 burst=32 seconds=3 queues=1$", timeout=90)
         res = json.loads(g.wait_line(r"^RESULT (\{.*\})$", timeout=60).group(1))
         g.wait()
         peer = json.loads(sink.communicate(timeout=60)[0].strip().splitlines()[-1])

@@ -54,12 +54,15 @@ $(FUZZ_DIR)/lwip/%.o: $(LWIP)/src/%.c net/port/lwipopts.h net/port/hooks.h | $(D
 # FUZZ_NETIF_OUT let tests/cases/test_fuzz.py build a mutant netif.c.
 FUZZ_NETIF_SRC ?= net/netif.c
 FUZZ_NETIF_OUT ?= $(FUZZ_DIR)/fuzz_netif
-$(FUZZ_NETIF_OUT): tests/fuzz/fuzz_netif.c $(FUZZ_NETIF_SRC) net/offload.c net/flood.c net/ooseq.c $(FUZZ_DRIVER_SRCS) \
-		$(FUZZ_LWIP_OBJS) $(FUZZ_DEPS)
+# One copy of the TCP/IP side (net/inst.h): net/inst_table.c built for one,
+# and fuzz_netif.c says it is copy 0 of 1.
+$(FUZZ_NETIF_OUT): tests/fuzz/fuzz_netif.c $(FUZZ_NETIF_SRC) net/offload.c net/flood.c net/ooseq.c \
+		net/inst_table.c $(FUZZ_DRIVER_SRCS) $(FUZZ_LWIP_OBJS) $(FUZZ_DEPS)
 	@mkdir -p $(@D)
 	@echo "  FUZZCC  $@"
-	@$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_LWIP_INC) -Wno-deprecated-declarations tests/fuzz/fuzz_netif.c \
-		$(FUZZ_NETIF_SRC) net/offload.c net/flood.c net/ooseq.c $(FUZZ_DRIVER_SRCS) $(FUZZ_LWIP_OBJS) -o $@
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_LWIP_INC) -Wno-deprecated-declarations -DNET_INSTANCES=1 \
+		tests/fuzz/fuzz_netif.c $(FUZZ_NETIF_SRC) net/offload.c net/flood.c net/ooseq.c net/inst_table.c \
+		$(FUZZ_DRIVER_SRCS) $(FUZZ_LWIP_OBJS) -o $@
 
 FUZZ_BINS := $(FUZZ_DIR)/fuzz_vnet_rx $(FUZZ_DIR)/fuzz_vnet_dev $(FUZZ_DIR)/fuzz_netif
 
