@@ -31,16 +31,17 @@ CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Werror \
 	-I. -Inet/port -I$(LWIP)/src/include -MMD -MP
 CFLAGS  := $(CFLAGS_BASE) $(POLICY_CFLAGS) $(EXTRA_CFLAGS) $(if $(filter 1,$(PROFILE)),-DVNETLAB_PROFILE=1)
 
-# picolibc: the integer-only printf (no floating point anywhere in the guest).
+# How picolibc is linked: the integer-only printf (no floating point
+# anywhere in the guest), and the allocator's entry points through
+# kernel/heap.c's lock (picolibc is single-threaded; with smp=N the copies
+# of net/inst.h allocate at once).
 LIBS := $(PICOLIBC)/lib/libc.a $(shell $(CC) -print-libgcc-file-name)
-LDPRINTF := -Wl,--defsym=vfprintf=__l_vfprintf -Wl,--defsym=vfscanf=__l_vfscanf
-# The allocator's entry points go through kernel/heap.c's lock (picolibc is
-# single-threaded; with smp=N the copies of net/inst.h allocate at once).
-LDPRINTF += $(foreach f,malloc calloc realloc free memalign mallinfo,-Wl,--wrap=$(f))
+LDLIBC := -Wl,--defsym=vfprintf=__l_vfprintf -Wl,--defsym=vfscanf=__l_vfscanf \
+	$(foreach f,malloc calloc realloc free memalign mallinfo,-Wl,--wrap=$(f))
 
 # The static PVH link (also used for every linked variant in mk/variants.mk).
 PVH_LINK = $(CC) -nostdlib -static -no-pie -Wl,-T,linker/pvh.ld -Wl,--no-dynamic-linker \
-	-Wl,--build-id=none -Wl,-z,noexecstack -Wl,--no-warn-rwx-segments $(LDPRINTF)
+	-Wl,--build-id=none -Wl,-z,noexecstack -Wl,--no-warn-rwx-segments $(LDLIBC)
 
 KERNEL_SRCS := $(wildcard kernel/*.c kernel/*.S)
 # RING=split|packed picks the one virtqueue file a build links: virtq.c or

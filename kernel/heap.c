@@ -39,7 +39,7 @@ void *sbrk(ptrdiff_t incr)
  * picolibc is built single-threaded (host/deps.sh): its malloc takes no
  * lock. With more than one CPU running (the copies of the TCP/IP side for
  * mq=N, net/inst.h), two CPUs may allocate at once, so the link wraps the
- * allocator's entry points (Makefile LDWRAP: ld --wrap) with this lock.
+ * allocator's entry points (Makefile LDLIBC: ld --wrap) with this lock.
  * It is recursive (calloc and realloc may call malloc inside) and costs
  * nothing with one CPU: smp_cpus() is 1 and no lock is taken.
  */

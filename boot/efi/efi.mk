@@ -1,6 +1,6 @@
 # boot/efi/efi.mk: the UEFI front-end ($(O)/BOOTX64.EFI) and a bootable GPT
 # disk image ($(O)/vnetlab.img). Included by the top-level Makefile, which
-# provides CC, OBJCOPY, CFLAGS, COMMON_OBJS, LIBS, LDPRINTF and obj().
+# provides CC, OBJCOPY, CFLAGS, COMMON_OBJS, LIBS, LDLIBC and obj().
 #
 # How the EFI application is made (the GNU-EFI recipe):
 #  1. boot/efi/*.c are compiled with the kernel's CFLAGS plus GNU-EFI's
@@ -37,11 +37,11 @@ $(EFI_OBJS): CFLAGS += -isystem $(GNUEFI_INC) -isystem $(GNUEFI_INC)/x86_64 \
 	-fshort-wchar -DGNU_EFI_USE_MS_ABI
 
 # ld directly (not the gcc driver, which would add --eh-frame-hdr and a
-# build-id that GNU-EFI's script does not expect); LDPRINTF is written for
+# build-id that GNU-EFI's script does not expect); LDLIBC is written for
 # the driver, so its -Wl, prefixes are stripped.
 comma := ,
 EFI_LDFLAGS := -nostdlib -shared -Bsymbolic -znocombreloc --no-undefined \
-	-z noexecstack --no-warn-rwx-segments -T $(EFI_LDS) $(subst -Wl$(comma),,$(LDPRINTF))
+	-z noexecstack --no-warn-rwx-segments -T $(EFI_LDS) $(subst -Wl$(comma),,$(LDLIBC))
 EFI_SECTIONS := .text .sdata .data .dynamic .dynsym .rel .rela .rel.* .rela.* .reloc
 
 $(O)/BOOTX64.so: $(EFI_CRT0) $(EFI_OBJS) $(COMMON_OBJS) $(EFI_LDS) boot/efi/efi-sections.sh \
