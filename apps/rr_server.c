@@ -50,13 +50,9 @@ static uint64_t first_req_ns, last_req_ns;
 static void on_message(uint64_t *last_ns, uint32_t req, uint32_t resp, bool answered)
 {
 	uint64_t now = clock_ns();
-	if (!first_req_ns) {
+	if (!first_req_ns)
 		first_req_ns = now;
-		net_inst_slot_set(net_inst_index(), NET_SLOT_FIRST_NS, now);
-	}
 	last_req_ns = now;
-	if (net_inst_queues() > 1) /* this copy's own cache line */
-		net_inst_slot_set(net_inst_index(), NET_SLOT_LAST_NS, now);
 	rr_st.messages += rr_st.measuring;
 	rr_st.last_req = req;
 	if (!answered)
@@ -69,17 +65,10 @@ static void on_message(uint64_t *last_ns, uint32_t req, uint32_t resp, bool answ
 
 /* ---- TCP ---- */
 
-static void publish_conns(void)
-{
-	net_inst_slot_set(net_inst_index(), NET_SLOT_CONNS_OPEN, conns_open);
-	net_inst_slot_set(net_inst_index(), NET_SLOT_CONNS_SEEN, conns_seen);
-}
-
 static void conn_release(struct tcpsrv_conn *c)
 {
 	(void)c;
 	conns_open--;
-	publish_conns();
 }
 
 /* ERR_ABRT when the pcb had to be aborted: lwIP callbacks must return it. */
@@ -178,7 +167,6 @@ static bool conn_accept(struct tcpsrv_conn *c)
 	(void)c;
 	conns_open++;
 	rr_st.peers = ++conns_seen;
-	publish_conns();
 	return true;
 }
 
@@ -268,23 +256,38 @@ static void on_udp(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr
  * a copy starts when any copy saw the first request, and the clients are
  * gone when rr.instances connections were seen and none is open on any
  * queue, or no queue saw a request for rr.idle seconds. */
+static void publish(void)
+{
+	unsigned k = net_inst_index();
+	net_inst_slot_set(k, NET_SLOT_FIRST_NS, first_req_ns);
+	net_inst_slot_set(k, NET_SLOT_LAST_NS, last_req_ns);
+	net_inst_slot_set(k, NET_SLOT_CONNS_OPEN, conns_open);
+	net_inst_slot_set(k, NET_SLOT_CONNS_SEEN, conns_seen);
+}
+
 static bool got_request(void *unused)
 {
 	(void)unused;
 	unsigned n = net_inst_queues();
-	return first_req_ns || (n > 1 && net_inst_slot_max(NET_SLOT_FIRST_NS, n)) ||
-	       ctl_stop_requested();
+	if (n > 1) {
+		publish(); /* once per pass, as stream_server.c does */
+		if (net_inst_slot_max(NET_SLOT_FIRST_NS, n))
+			return true;
+	}
+	return first_req_ns || ctl_stop_requested();
 }
 
 static bool clients_gone(void *unused)
 {
 	(void)unused;
 	unsigned n = net_inst_queues();
-	if (n > 1)
+	if (n > 1) {
+		publish();
 		return ctl_stop_or_idle(net_inst_slot_max(NET_SLOT_LAST_NS, n), rr_cfg.idle_s) ||
 		       (!rr_cfg.udp &&
 		        net_inst_slot_sum(NET_SLOT_CONNS_SEEN, n) >= rr_cfg.instances &&
 		        !net_inst_slot_sum(NET_SLOT_CONNS_OPEN, n));
+	}
 	return ctl_stop_or_idle(last_req_ns, rr_cfg.idle_s) ||
 	       (!rr_cfg.udp && conns_seen >= rr_cfg.instances && !conns_open);
 }
