@@ -176,6 +176,23 @@ def test_mq_bad_keys_are_usage_errors(t):
         raise Fail("the MQ refusal took as long as the hard timeout: a hang, not an error")
 
 
+def server_copies(g, quiet, conns):
+    """The rr and stream servers with mq=2: a RESULT per queue (or the
+    `quiet` line of a queue that saw nothing) and one total; the
+    connections tun gave each queue add up to `conns`, each queue at least
+    one. Returns the per-queue RESULTs, the total and the counts."""
+    res = json_lines(g, "RESULT")
+    per = {r["queue"]: r for r in res if "queue" in r}
+    tot = [r for r in res if r.get("queues") == 2]
+    idle = [int(m.group(1)) for m in (re.match(r"^\S+: queue (\d+) " + quiet, l) for l in g.text()) if m]
+    if len(tot) != 1 or sorted(list(per) + idle) != [0, 1]:
+        raise Fail(f"expected a RESULT (or a '{quiet}' line) per queue and one total: {res}\n{g.tail(30)}")
+    served = [per[q]["instances"] if q in per else 0 for q in (0, 1)]
+    if sum(served) != conns or min(served) < 1:
+        raise Fail(f"connections per queue {served}: expected {conns} in all, each queue at least one")
+    return per, tot[0], served
+
+
 def test_mq_rr_server_tcp_over_both_queues(t):
     """app=rr rr.role=server mq=2 smp=2: a server copy per queue pair.
     Twelve sockperf ping-pong clients at once (one TCP connection each,
@@ -201,16 +218,7 @@ def test_mq_rr_server_tcp_over_both_queues(t):
         if not m:
             raise Fail(f"a sockperf client printed no summary: {o[-400:]}")
         sent += int(m.group(1))
-    res = json_lines(g, "RESULT")
-    per = {r["queue"]: r for r in res if "queue" in r}
-    tot = [r for r in res if r.get("queues") == 2]
-    quiet = [int(m.group(1)) for m in (re.match(r"^rr: queue (\d+) saw no request", l) for l in g.text()) if m]
-    if len(tot) != 1 or sorted(list(per) + quiet) != [0, 1]:
-        raise Fail(f"expected a RESULT (or a 'saw no request' line) per queue and one total: {res}\n{g.tail(30)}")
-    served = [per[q]["instances"] if q in per else 0 for q in (0, 1)]
-    if sum(served) != conns or min(served) < 1:
-        raise Fail(f"connections per queue {served}: expected {conns} in all, each queue at least one")
-    tot = tot[0]
+    per, tot, served = server_copies(g, "saw no request", conns)
     if tot["transactions"] != sum(r["transactions"] for r in per.values()) or not 0 < tot["transactions"] <= sent:
         raise Fail(f"total {tot['transactions']} transactions: not the queues' sum "
                    f"{[r['transactions'] for r in per.values()]}, or more than the {sent} sockperf sent")
@@ -236,19 +244,10 @@ def test_mq_stream_server_over_both_queues(t):
         g.expect_ok()
     if r.returncode:
         raise Fail(f"iperf -P {conns} failed ({r.returncode}): {(r.stdout + r.stderr)[-400:]}")
-    res = json_lines(g, "RESULT")
-    per = {x["queue"]: x for x in res if "queue" in x}
-    tot = [x for x in res if x.get("queues") == 2]
-    quiet = [int(m.group(1)) for m in (re.match(r"^stream: queue (\d+) moved no data", l) for l in g.text()) if m]
-    if len(tot) != 1 or sorted(list(per) + quiet) != [0, 1]:
-        raise Fail(f"expected a RESULT (or a 'moved no data' line) per queue and one total: {res}\n{g.tail(30)}")
-    served = [per[q]["instances"] if q in per else 0 for q in (0, 1)]
-    if sum(served) != conns or min(served) < 1:
-        raise Fail(f"connections per queue {served}: expected {conns} in all, each queue at least one")
+    per, tot, served = server_copies(g, "moved no data", conns)
     bad = [q for q, x in per.items() if x["test"] != "tcp_maerts" or x["check_errors"]]
     if bad:
         raise Fail(f"queues {bad}: not a clean tcp_maerts pattern check: {per}")
-    tot = tot[0]
     if tot["bytes"] != sum(x["bytes"] for x in per.values()) or not tot["bytes"]:
         raise Fail(f"total {tot['bytes']} bytes is not the queues' sum {[x['bytes'] for x in per.values()]}")
     print(f"    mq=2 stream server: connections per queue {served}, {tot['mbps']} Mbit/s in total (TCG, tap)")
