@@ -95,6 +95,27 @@ static bool stop_requested(void *unused)
 	return ctl_stop_requested();
 }
 
+/* mq=N: every copy posts what it served; copy 0 joins the others and
+ * prints the total, a RESULT with "queues":N and no "queue". */
+static void echo_copies_end(const char *by)
+{
+	unsigned n = net_inst_queues();
+	struct net_inst_total t = {.conns = tcp_conns,
+	                           .bytes = tcp_bytes,
+	                           .datagrams = udp_datagrams,
+	                           .datagram_bytes = udp_bytes};
+
+	net_inst_post_total(net_inst_index(), &t);
+	if (net_inst_index())
+		return;
+	net_join_copies();
+	net_inst_sum_totals(n, &t);
+	printf("RESULT {\"test\":\"echo\",\"stopped_by\":\"%s\",\"tcp_conns\":%llu,"
+	       "\"tcp_bytes\":%llu,\"udp_datagrams\":%llu,\"udp_bytes\":%llu,\"queues\":%u}\n",
+	       by, (unsigned long long)t.conns, (unsigned long long)t.bytes,
+	       (unsigned long long)t.datagrams, (unsigned long long)t.datagram_bytes, n);
+}
+
 int echo_main(void)
 {
 	net_up();
@@ -110,12 +131,15 @@ int echo_main(void)
 		       ctl_label(), seconds);
 
 	int r = net_run(stop_requested, NULL, seconds * 1000000000ull, NULL);
+	const char *by = r == 0 ? "ctl" : "time";
 	printf(
 	    "RESULT {\"test\":\"echo\",\"stopped_by\":\"%s\",\"tcp_conns\":%lu,\"tcp_bytes\":%lu,"
 	    "\"udp_datagrams\":%lu,\"udp_bytes\":%lu,\"queue\":%u,\"queues\":%u}\n",
-	    r == 0 ? "ctl" : "time", tcp_conns, tcp_bytes, udp_datagrams, udp_bytes,
-	    net_inst_index(), net_inst_queues());
+	    by, tcp_conns, tcp_bytes, udp_datagrams, udp_bytes, net_inst_index(),
+	    net_inst_queues());
 	net_print_counters();
 	ctl_print_counters();
+	if (net_inst_queues() > 1)
+		echo_copies_end(by);
 	return EXIT_OK;
 }

@@ -42,7 +42,6 @@
 #define PKT_SLOT_SIZE 2048
 #define PKT_HEADROOM  64 /* >= vnet_tx_headroom */
 #define PKT_DRAIN_NS  100000000ull
-#define PKT_MQ_MAX    8             /* vnet.h: vnet_open_mq() takes 1..8 pairs */
 #define PKT_JOIN_NS   5000000000ull /* an AP's loop ends at most this long after pkt.seconds */
 
 static const char *const pkt_modes[] = {"txonly", "rxonly", "macswap", "reflect", NULL};
@@ -84,7 +83,7 @@ struct pkt_q {
 	int drain_rc;                      /* vnet_drain(): -1 timed out */
 };
 
-static struct pkt_q pq[PKT_MQ_MAX];
+static struct pkt_q pq[VNET_MQ_MAX];
 
 static void pkt_parse_ip(const char *key, const char *def, uint8_t out[4])
 {
@@ -151,7 +150,7 @@ void pkt_configure(void)
 	pkt_parse_ip("pkt.dst", "10.77.0.1", pk.addrs.dst);
 	pkt_parse_mac("pkt.dmac", "ff:ff:ff:ff:ff:ff", pk.addrs.dmac);
 	pk.addrs.dport = (uint16_t)cmdline_u64("pkt.port", 9, 1, 65535);
-	pk.mq = (unsigned)cmdline_u64("mq", 1, 1, PKT_MQ_MAX);
+	pk.mq = (unsigned)cmdline_u64("mq", 1, 1, VNET_MQ_MAX);
 	if (pk.mq > smp_requested())
 		kernel_usage_error(
 		    "cmdline",

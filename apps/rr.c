@@ -12,7 +12,8 @@
  *                                own length unless rr.resp is given (as does
  *                                sockperf's; the RESULT says what came back).
  *   rr.port=N [11111]            sockperf's default port
- *   rr.instances=N [1]           client: connections/sockets, 1..128;
+ *   rr.instances=N [1]           client: connections/sockets, 1..128 (mq=N:
+ *                                split over the copies, at least one each);
  *                                server: TCP connections to wait for
  *   rr.warmup=S [1]              seconds not measured at the start
  *   rr.seconds=S                 client: measured seconds [10];
@@ -56,10 +57,7 @@ void rr_configure(void)
 
 	c->udp = cmdline_choice("rr.proto", protos, 0) == 1;
 	c->server = cmdline_choice("rr.role", roles, 0) == 1;
-	if (c->server)
-		net_configure_mq(); /* mq=N: a server copy per queue pair (rr_server.c) */
-	else
-		net_configure();
+	net_configure_mq(); /* mq=N: a copy per queue pair (server: rr_server.c) */
 	uint64_t max = c->udp ? RR_UDP_MAX : RR_TCP_MAX;
 	c->req = (uint32_t)cmdline_u64("rr.req", 256, 1, max);
 	c->resp_given = cmdline_str("rr.resp", NULL) != NULL;
@@ -67,6 +65,8 @@ void rr_configure(void)
 	c->sockperf = c->req >= SP_HDR_LEN && c->resp >= SP_HDR_LEN;
 	c->port = (uint16_t)cmdline_u64("rr.port", 11111, 1, 65535);
 	c->instances = (unsigned)cmdline_u64("rr.instances", 1, 1, RR_INSTANCES);
+	if (!c->server)
+		c->instances = net_client_share("rr.instances", c->instances);
 	c->warmup = cmdline_u64("rr.warmup", 1, 0, 600);
 	c->seconds = cmdline_u64("rr.seconds", c->server ? 600 : 10, 1, 86400);
 
@@ -165,22 +165,25 @@ static void report(void)
 	result_end();
 }
 
-/* mq=N (a server): each copy prints its RESULT if its queue saw requests
- * (tun may give one queue every connection) and publishes its figures;
- * copy 0 joins the others and prints the total (`"queues":N`). The run
- * fails only if no copy saw a request. */
-static int rr_server_copies_end(void)
+/* mq=N: each copy prints its RESULT if its queue saw requests (a server:
+ * tun may give one queue every connection; a client's copy drives its own
+ * share) and publishes its figures; copy 0 joins the others and prints the
+ * total (`"queues":N`, no latency percentiles). The run fails only if no
+ * copy measured a transaction. */
+static int rr_copies_end(void)
 {
 	unsigned k = net_inst_index(), n = net_inst_queues();
 	struct net_inst_total t = {.transactions = rr_st.transactions,
 	                           .messages = rr_st.messages,
 	                           .bytes = rr_st.bytes,
+	                           .conns = rr_cfg.server ? rr_st.peers : rr_cfg.instances,
 	                           .ns = win.t_end - win.t_start};
 
-	if (rr_st.messages)
+	if (rr_cfg.server ? rr_st.messages : rr_st.transactions)
 		report();
 	else
-		printf("rr: queue %u saw no request in the measured interval\n", k);
+		printf("rr: queue %u saw no %s in the measured interval\n", k,
+		       rr_cfg.server ? "request" : "reply");
 	net_print_counters();
 	ctl_print_counters();
 	net_inst_post_total(k, &t);
@@ -188,12 +191,14 @@ static int rr_server_copies_end(void)
 		return EXIT_OK;
 	net_join_copies();
 	net_inst_sum_totals(n, &t);
-	if (!t.messages)
-		kernel_error("rr", "no request in the measured interval on any of the %u queues",
-		             n);
-	result_begin(rr_cfg.udp ? "udp_rr" : "tcp_rr", "server");
+	if (rr_cfg.server ? !t.messages : !t.transactions)
+		kernel_error("rr", "no %s in the measured interval on any of the %u queues",
+		             rr_cfg.server ? "request" : "reply", n);
+	result_begin(rr_cfg.udp ? "udp_rr" : "tcp_rr", rr_cfg.server ? "server" : "client");
 	result_u64("queues", n);
-	result_u64("messages", t.messages);
+	result_u64("instances", t.conns);
+	if (rr_cfg.server)
+		result_u64("messages", t.messages);
 	result_ratio("seconds", t.ns, 1000000000ull);
 	result_u64("transactions", t.transactions);
 	result_rates(t.bytes, t.transactions, t.ns);
@@ -212,7 +217,7 @@ int rr_main(void)
 	else
 		rr_client_run();
 	if (net_inst_queues() > 1)
-		return rr_server_copies_end();
+		return rr_copies_end();
 	/* a run that measured nothing did not complete: no RESULT for it */
 	if (rr_cfg.server ? !rr_st.messages : !rr_st.transactions) {
 		net_print_counters();

@@ -21,6 +21,7 @@
 #include "kernel/kernel.h"
 #include "lwip/tcp.h"
 #include "lwip/udp.h"
+#include "net/inst.h"
 #include "net/net.h"
 
 #define CONNECT_TIMEOUT_S 10
@@ -295,7 +296,8 @@ static void open_instance(struct inst *in)
 	in->next_seq = 1;
 	if (rr_cfg.udp) {
 		in->udp = udp_new();
-		if (!in->udp || udp_connect(in->udp, &rr_cfg.peer, rr_cfg.port) != ERR_OK)
+		if (!in->udp || !net_bind_local_port(in->udp, NULL, &rr_cfg.peer, rr_cfg.port) ||
+		    udp_connect(in->udp, &rr_cfg.peer, rr_cfg.port) != ERR_OK)
 			kernel_error("rr", "cannot open UDP socket %u (lwIP MEMP_NUM_UDP_PCB)",
 			             (unsigned)(in - insts));
 		udp_recv(in->udp, on_udp, in);
@@ -307,6 +309,9 @@ static void open_instance(struct inst *in)
 	if (!in->tcp)
 		kernel_error("rr", "cannot open TCP connection %u (lwIP MEMP_NUM_TCP_PCB)",
 		             (unsigned)(in - insts));
+	if (!net_bind_local_port(NULL, in->tcp, &rr_cfg.peer, rr_cfg.port))
+		kernel_error("rr", "copy %u: no free local port whose replies reach its queue",
+		             net_inst_index());
 	tcp_nagle_disable(in->tcp); /* a request goes out the moment it is written */
 	tcpconn_attach(in->tcp, in, on_recv, on_sent, on_err);
 	err_t e = tcp_connect(in->tcp, &rr_cfg.peer, rr_cfg.port, on_connected);
@@ -383,9 +388,12 @@ void rr_client_run(void)
 		kernel_error("rr", "only %u of %u connections to %s:%u up after %d s", connected,
 		             c->instances, peer_str(), c->port, CONNECT_TIMEOUT_S);
 	printf("rr client %s %s:%u framing=%s req=%u resp=%u instances=%u burst=%u "
-	       "warmup=%lu seconds=%lu\n",
+	       "warmup=%lu seconds=%lu",
 	       c->udp ? "udp" : "tcp", peer_str(), c->port, c->sockperf ? "sockperf" : "raw",
 	       c->req, c->resp, c->instances, c->burst, c->warmup, c->seconds);
+	if (net_inst_queues() > 1)
+		printf(" queue=%u", net_inst_index());
+	printf("\n");
 
 	last_reply_ns = clock_ns();
 	for (unsigned i = 0; i < c->instances; i++) {

@@ -58,14 +58,13 @@ void stream_configure(void)
 	struct stream_config *c = &stream_cfg;
 
 	c->server = cmdline_choice("stream.role", roles, 0) == 1;
-	if (c->server)
-		net_configure_mq(); /* mq=N: a server copy per queue pair */
-	else
-		net_configure();
+	net_configure_mq(); /* mq=N: a copy per queue pair */
 	cmdline_only_if("stream.test", !c->server, "stream.role=client");
 	c->maerts = cmdline_choice("stream.test", tests, 0) == 1;
 	c->msg = (uint32_t)cmdline_u64("stream.msg", 16384, 1, STREAM_MSG_MAX);
 	c->instances = (unsigned)cmdline_u64("stream.instances", 1, 1, STREAM_INSTANCES);
+	if (!c->server)
+		c->instances = net_client_share("stream.instances", c->instances);
 	c->warmup = cmdline_u64("stream.warmup", 1, 0, 600);
 	c->seconds = cmdline_u64("stream.seconds", c->server ? 600 : 10, 1, 86400);
 	c->port = (uint16_t)cmdline_u64("stream.port", 5001, 1, 65535);
@@ -281,10 +280,10 @@ static void report(void)
 	result_end();
 }
 
-/* mq=N (a server): each copy prints its RESULT if data moved on its queue
- * and publishes its bytes; copy 0 joins the others and prints the total
+/* mq=N: each copy prints its RESULT if data moved on its queue and
+ * publishes its bytes; copy 0 joins the others and prints the total
  * (`"queues":N`). The run fails only if no data moved on any queue. */
-static int stream_server_copies_end(void (*line)(void))
+static int stream_copies_end(void (*line)(void))
 {
 	unsigned k = net_inst_index(), n = net_inst_queues();
 	const struct stream_stats *st = &stream_st;
@@ -311,7 +310,7 @@ static int stream_server_copies_end(void (*line)(void))
 		             "no data moved in the measured interval on any of the %u queues", n);
 	bool rx = t.rx_bytes >= t.tx_bytes;
 	uint64_t bytes = rx ? t.rx_bytes : t.tx_bytes;
-	result_begin(rx ? "tcp_maerts" : "tcp_stream", "server");
+	result_begin(rx ? "tcp_maerts" : "tcp_stream", stream_cfg.server ? "server" : "client");
 	result_u64("queues", n);
 	result_ratio("seconds", t.ns, 1000000000ull);
 	result_u64("bytes", bytes);
@@ -335,7 +334,7 @@ int stream_main(void)
 	else if (stream_cfg.server && stream_udp_started())
 		line = report_udp;
 	if (net_inst_queues() > 1)
-		return stream_server_copies_end(line);
+		return stream_copies_end(line);
 	/* a run that moved nothing did not complete: no RESULT for it; one
 	 * that moved corrupted data did, and its RESULT says how */
 	if (!stream_st.check_errors && !stream_st.rx_bytes && !stream_st.tx_bytes) {

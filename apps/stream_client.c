@@ -14,6 +14,7 @@
 #include "apps/stream.h"
 #include "kernel/kernel.h"
 #include "lwip/tcp.h"
+#include "net/inst.h"
 #include "net/net.h"
 
 #define CONNECT_TIMEOUT_S 10
@@ -136,6 +137,9 @@ static void open_conn(struct sconn *s)
 	s->pcb = tcp_new();
 	if (!s->pcb)
 		kernel_error("stream", "cannot open TCP connection %u", (unsigned)(s - conns));
+	if (!net_bind_local_port(NULL, s->pcb, &stream_cfg.peer, stream_cfg.port))
+		kernel_error("stream", "copy %u: no free local port whose replies reach its queue",
+		             net_inst_index());
 	tcpconn_attach(s->pcb, s, on_recv, on_sent, on_err);
 	if (tcp_connect(s->pcb, &stream_cfg.peer, stream_cfg.port, on_connected) != ERR_OK)
 		kernel_error("stream", "tcp_connect to %s:%u failed", peer_str(), stream_cfg.port);
@@ -178,9 +182,12 @@ void stream_client_run(void)
 	if (net_run(all_connected, NULL, CONNECT_TIMEOUT_S * 1000000000ull, NULL) < 0)
 		kernel_error("stream", "only %u of %u connections to %s:%u up after %d s",
 		             connected, c->instances, peer_str(), c->port, CONNECT_TIMEOUT_S);
-	printf("stream client %s %s:%u msg=%u instances=%u warmup=%lu seconds=%lu check=%d\n",
+	printf("stream client %s %s:%u msg=%u instances=%u warmup=%lu seconds=%lu check=%d",
 	       c->maerts ? "maerts" : "stream", peer_str(), c->port, c->msg, c->instances,
 	       c->warmup, c->seconds, c->check);
+	if (net_inst_queues() > 1)
+		printf(" queue=%u", net_inst_index());
+	printf("\n");
 
 	stream_st.last_data_ns = clock_ns();
 	if (c->warmup)

@@ -18,7 +18,7 @@
 #     --net user|tap:IF|none  NIC backend: slirp, an existing tap, or no NIC
 #     --vhost             with tap: vhost=on (needs /dev/vhost-net)
 #     --queues N          with tap: N queue pairs (-netdev queues=N, the NIC
-#                         mq=on, on PCI with 2N+2 MSI-X vectors; the tap must
+#                         mq=on,rss=on, on PCI with 2N+2 MSI-X vectors; the tap must
 #                         have been made with multi_queue); the guest's mq=N
 #     --packed            offer the packed virtqueue layout (packed=on, virtio 1.2
 #                         2.8): what RING=packed builds need; split builds ignore it
@@ -242,9 +242,11 @@ tap:*)
 		# virtio-net-pci: an MSI-X vector per queue, the control queue and
 		# config changes. virtio-mmio (microvm) has one interrupt line and
 		# no vectors property: mq=on only (the guest polls, IDLE=poll).
+		# rss=on: VIRTIO_NET_F_RSS, so the guest decides each flow's queue
+		# (QEMU hashes in software where it cannot load its eBPF program).
 		case "$machine" in
-		microvm*) nic="$nic,mq=on" ;;
-		*) nic="$nic,mq=on,vectors=$((2 * queues + 2))" ;;
+		microvm*) nic="$nic,mq=on,rss=on" ;;
+		*) nic="$nic,mq=on,rss=on,vectors=$((2 * queues + 2))" ;;
 		esac
 	fi
 	args+=(-netdev "tap,id=n0,ifname=$ifname,script=no,downscript=no$v" -device "$nic")

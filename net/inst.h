@@ -66,8 +66,9 @@ uint64_t net_inst_slot_max(unsigned which, unsigned ncopies);
 /* What a copy measured, for copy 0's total RESULT line after the join. */
 struct net_inst_total {
 	uint64_t transactions, messages, bytes;
-	uint64_t rx_bytes, tx_bytes; /* the stream server's two directions */
-	uint64_t ns;                 /* its measured interval */
+	uint64_t rx_bytes, tx_bytes;               /* the stream server's two directions */
+	uint64_t conns, datagrams, datagram_bytes; /* the echo's TCP connections, UDP */
+	uint64_t ns;                               /* its measured interval */
 };
 void net_inst_post_total(unsigned index, const struct net_inst_total *t);
 void net_inst_sum_totals(unsigned ncopies, struct net_inst_total *sum); /* ns: the longest */

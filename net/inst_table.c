@@ -206,6 +206,9 @@ void net_inst_sum_totals(unsigned ncopies, struct net_inst_total *sum)
 		sum->bytes += totals[k].bytes;
 		sum->rx_bytes += totals[k].rx_bytes;
 		sum->tx_bytes += totals[k].tx_bytes;
+		sum->conns += totals[k].conns;
+		sum->datagrams += totals[k].datagrams;
+		sum->datagram_bytes += totals[k].datagram_bytes;
 		if (totals[k].ns > sum->ns)
 			sum->ns = totals[k].ns;
 	}

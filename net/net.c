@@ -24,6 +24,7 @@
 #include "lwip/tcp.h"
 #include "lwip/stats.h"
 #include "lwip/timeouts.h"
+#include "lwip/udp.h"
 #include "net/inst.h"
 #include "net/net.h"
 #include "netif/ethernet.h"
@@ -87,10 +88,10 @@ static void configure_ip(void)
 static void configure_queues(bool supported)
 {
 	if (!supported) {
-		cmdline_only_if("mq", false, "app=echo, app=pkt and the rr and stream servers");
+		cmdline_only_if("mq", false, "app=echo, app=pkt, app=rr and app=stream");
 		return;
 	}
-	queues = (unsigned)cmdline_u64("mq", 1, 1, 8);
+	queues = (unsigned)cmdline_u64("mq", 1, 1, VNET_MQ_MAX);
 	if (queues == 1 || net_inst_index())
 		return;
 	if (queues > net_inst_count())
@@ -326,6 +327,50 @@ static void start_copies(void)
 	}
 }
 
+unsigned net_client_share(const char *key, unsigned total)
+{
+	unsigned k = net_inst_index();
+
+	if (total < queues)
+		kernel_usage_error("cmdline",
+		                   "key '%s': %u connections cannot give each of mq=%u queues one "
+		                   "(%s=%u or more)",
+		                   key, total, queues, key, queues);
+	return total / queues + (k < total % queues);
+}
+
+#define LOCAL_PORT_FIRST 49152u /* IANA's dynamic ports, lwIP's own range */
+#define LOCAL_PORTS      16384u
+
+bool net_bind_local_port(struct udp_pcb *udp, struct tcp_pcb *tcp, const ip_addr_t *peer,
+                         uint16_t peer_port)
+{
+	static unsigned next;
+	uint8_t from[4], to[4];
+
+	if (queues == 1)
+		return true;
+	if (!vnet_rss())
+		kernel_error("net",
+		             "mq=%u: a client's replies reach its copy's queue only with "
+		             "VIRTIO_NET_F_RSS, which the device does not offer (QEMU: "
+		             "virtio-net-pci,rss=on; host/qemu-run.sh --queues sets it)",
+		             queues);
+	memcpy(from, &ip_2_ip4(peer)->addr, 4);
+	memcpy(to, &addr.addr, 4);
+	if (!next)
+		next = LWIP_RAND(); /* a start of its own per boot */
+	for (unsigned i = 0; i < LOCAL_PORTS; i++) {
+		u16_t port = (u16_t)(LOCAL_PORT_FIRST + next++ % LOCAL_PORTS);
+		if (vnet_rss_rx_queue(from, to, peer_port, port) != (int)net_inst_index())
+			continue;
+		err_t e = udp ? udp_bind(udp, IP_ANY_TYPE, port) : tcp_bind(tcp, IP_ANY_TYPE, port);
+		if (e == ERR_OK)
+			return true;
+	}
+	return false;
+}
+
 void net_join_copies(void)
 {
 	if (queues == 1 || net_inst_index())
@@ -436,12 +481,12 @@ void net_print_counters(void)
 	       "\"tso_conns\":%lu,\"tso_no_pcb\":%lu,\"rx_copies\":%lu,\"rx_nomem\":%lu,"
 	       "\"rx_big\":%lu,\"rx_drops\":%lu,\"ip_frags\":%lu,\"arpq_queued\":%lu,"
 	       "\"arpq_sent\":%lu,\"arp_posted\":%lu,\"arp_taken\":%lu,\"arp_post_drops\":%llu,"
-	       "\"queue\":%u}\n",
+	       "\"rss_misses\":%lu,\"queue\":%u}\n",
 	       ns->tx_clones, offload_st.tx_csum, offload_st.tx_tso, offload_st.tx_acks,
 	       offload_st.tso_conns, offload_st.tso_no_pcb, ns->rx_copies, ns->rx_nomem, ns->rx_big,
 	       ns->rx_drops, ns->ip_frags, ns->arpq_queued, ns->arpq_sent, ns->arp_posted,
 	       ns->arp_taken, (unsigned long long)net_inst_arp_dropped(net_inst_index()),
-	       net_inst_index());
+	       ns->rss_misses, net_inst_index());
 	const struct flood_stats *fs = flood_stats();
 	printf("FLOOD {\"synq_max\":%u,\"synq_peak\":%lu,\"synq_evicted\":%lu,"
 	       "\"arp_pending_max\":%u,\"arp_pending\":%lu,\"arp_pending_full\":%lu,"

@@ -20,6 +20,18 @@ void net_configure_mq(void);
 void net_attach_pair0(void *vn0); /* copy k > 0, before its app_main() */
 /* Copy 0, after its run: stop every other copy and wait for it (bounded). */
 void net_join_copies(void);
+/* mq=N, a client: this copy's share of `total` connections given by key
+ * (the first total % N copies one more); fewer than N is a usage error. */
+unsigned net_client_share(const char *key, unsigned total);
+struct udp_pcb;
+struct tcp_pcb;
+/* A client's socket (one of the two, the other NULL), before it connects
+ * to peer:peer_port: mq=N binds it to a free local port in 49152..65535
+ * whose replies the device's RSS puts on this copy's queue (so no two
+ * copies, which share one address, pick the same port either); without
+ * RSS an ERROR. mq=1 leaves the choice to lwIP. False: no such port free. */
+bool net_bind_local_port(struct udp_pcb *udp, struct tcp_pcb *tcp, const ip_addr_t *peer,
+                         uint16_t peer_port);
 /* Open the NIC without lwIP (driver-only apps, app=pkt): an ERROR line
  * then prints the driver's counters and rings; net_vnet() and the result
  * line's labels work as with net_up(). */
@@ -63,6 +75,7 @@ struct vnetif_stats {
 	uint64_t arpq_sent;   /* of those, sent once the entry resolved */
 	uint64_t arp_posted;  /* mq=N: ARP frames this copy passed to the others */
 	uint64_t arp_taken;   /* mq=N: ARP frames the others passed to this copy */
+	uint64_t rss_misses;  /* mq=N, RSS: TCP/UDP frames on a queue RSS did not name */
 };
 extern long vnetif_rx_hold_max;             /* net.rx_hold_max (net.c sets it before net_up) */
 err_t vnetif_init(struct netif *netif);     /* netif_add() init callback; state = struct vnet * */

@@ -35,6 +35,7 @@ PK = "drivers/virtio/virtq_packed.c"
 PACKED = "base-every-ei1-eager-inline-zc1-packed"
 POLL = "base-every-ei1-eager-inline-zc1"
 MQ = "drivers/virtio/vnet_mq.c"
+RSS = "drivers/virtio/vnet_rss.c"
 MUTANTS = [
     # Barrier B under an emulator (virtq_set_sync()): the TX stall.
     ("kick_prepare trusts a no without the register read", "drivers/virtio/virtq.c",
@@ -411,6 +412,11 @@ MUTANTS = [
     ("inst: copy 0 goes on before every copy polls its queue",
      "net/inst_table.c", "\t\tif (!ready[k])\n\t\t\treturn false;", "\t\tif (!ready[k] && 0)\n\t\t\treturn false;",
      ["inst_table"]),
+    ("inst: the total's interval is the copies' sum, not the longest",
+     "net/inst_table.c", "\t\tif (totals[k].ns > sum->ns)\n\t\t\tsum->ns = totals[k].ns;",
+     "\t\tsum->ns += totals[k].ns;", ["inst_table"]),
+    ("inst: the total leaves out the echo's connections",
+     "net/inst_table.c", "\t\tsum->conns += totals[k].conns;\n", "", ["inst_table"]),
     # Issue 26: multiqueue (vnet_mq.c, virtio 1.2 5.1.6.5.5) against the
     # two-pair simulated device (tests/unit/test_vnet_mq.c; IDLE=poll
     # variants only, the others refuse mq > 1).
@@ -428,7 +434,7 @@ MUTANTS = [
      "uint16_t pairs = (uint16_t)vn->pairs;", "uint16_t pairs = (uint16_t)(vn->pairs - 1);",
      [POLL]),
     ("mq: the control queue's ack is not checked (VIRTIO_NET_ERR taken for OK)", MQ,
-     "if (ctrl_buf[8] != VIRTIO_NET_OK) {", "if (0) {",
+     "if (ctrl_buf[CTRL_ACK] != VIRTIO_NET_OK) {", "if (0) {",
      [POLL, PACKED]),
     ("mq: MQ and CTRL_VQ asked for with one pair too", MQ,
      "return pairs > 1 ? VIRTIO_BIT(VIRTIO_NET_F_MQ)", "return pairs > 0 ? VIRTIO_BIT(VIRTIO_NET_F_MQ)",
@@ -436,6 +442,19 @@ MUTANTS = [
     ("mq: vnet_queue() gives pair 0 for every k", "drivers/virtio/vnet.c",
      "return qp < vn->pairs ? &vnet_dev[qp] : NULL;", "return qp < vn->pairs ? &vnet_dev[0] : NULL;",
      [POLL, PACKED]),
+    # RSS (vnet_rss.c, 5.1.6.5.7.1) against the same device offering it.
+    ("rss: the Toeplitz window takes the wrong key byte", RSS,
+     "(uint32_t)(key[i + 4] >> b & 1)", "(uint32_t)(key[i + 3] >> b & 1)", [POLL]),
+    ("rss: every table entry names receiveq1", RSS,
+     "rss.table[i] = (uint16_t)(i % vn->pairs);", "rss.table[i] = 0;", [POLL]),
+    ("rss: RSS_CONFIG's max_tx_vq is 1", RSS,
+     "p = put16(p, (uint16_t)rss.pairs); /* max_tx_vq */", "p = put16(p, 1);", [POLL]),
+    ("rss: a key shorter than 40 bytes is taken", RSS,
+     "key_max < VNET_RSS_KEY_LEN ||", "key_max < 1 ||", [POLL]),
+    ("rss: the flow's ports go in swapped", RSS,
+     "in[8] = (uint8_t)(sport >> 8);\n\tin[9] = (uint8_t)sport;\n\tin[10] = (uint8_t)(dport >> 8);\n\tin[11] = (uint8_t)dport;",
+     "in[8] = (uint8_t)(dport >> 8);\n\tin[9] = (uint8_t)dport;\n\tin[10] = (uint8_t)(sport >> 8);\n\tin[11] = (uint8_t)sport;",
+     [POLL]),
     # Caught as a hang (TIMEOUT): one binary only.
     ("mq: the wait for the control queue's ack is unbounded", MQ,
      "if (clock_ns() - t0 > CTRL_WAIT_NS) {", "if (clock_ns() - t0 > CTRL_WAIT_NS && 0) {",

@@ -43,14 +43,18 @@
 #define VIRTIO_NET_F_STATUS     16
 #define VIRTIO_NET_F_CTRL_VQ    17
 #define VIRTIO_NET_F_MQ         22
+#define VIRTIO_NET_F_RSS        60
 
 #define VIRTIO_BIT(f) (1ull << (f))
 
 /* 5.1.4 Network device configuration layout (offsets in device config) */
-#define VIRTIO_NET_CFG_MAC          0
-#define VIRTIO_NET_CFG_STATUS       6
-#define VIRTIO_NET_CFG_MAX_VQ_PAIRS 8 /* le16, with VIRTIO_NET_F_MQ */
-#define VIRTIO_NET_CFG_MTU          10
+#define VIRTIO_NET_CFG_MAC            0
+#define VIRTIO_NET_CFG_STATUS         6
+#define VIRTIO_NET_CFG_MAX_VQ_PAIRS   8 /* le16, with VIRTIO_NET_F_MQ */
+#define VIRTIO_NET_CFG_MTU            10
+#define VIRTIO_NET_CFG_RSS_MAX_KEY    17 /* u8, with VIRTIO_NET_F_RSS */
+#define VIRTIO_NET_CFG_RSS_MAX_TABLE  18 /* le16 */
+#define VIRTIO_NET_CFG_RSS_HASH_TYPES 20 /* le32 */
 
 /* 5.1.6.5 control virtqueue: class, command, data, then the ack the
  * device writes; 5.1.6.5.5 the multiqueue class. */
@@ -60,7 +64,12 @@
 #define VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET 0
 #define VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MIN 1
 #define VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MAX 0x8000
-#define VIRTIO_NET_S_LINK_UP            1
+#define VIRTIO_NET_CTRL_MQ_RSS_CONFIG   1 /* 5.1.6.5.7.1 */
+/* 5.1.6.4.3.1.1 hash types */
+#define VIRTIO_NET_RSS_HASH_TYPE_IPv4  (1u << 0)
+#define VIRTIO_NET_RSS_HASH_TYPE_TCPv4 (1u << 1)
+#define VIRTIO_NET_RSS_HASH_TYPE_UDPv4 (1u << 2)
+#define VIRTIO_NET_S_LINK_UP           1
 
 /* 5.1.6 struct virtio_net_hdr; with VERSION_1 num_buffers is always there,
  * so the header is 12 bytes whether or not MRG_RXBUF is negotiated. */

@@ -91,6 +91,7 @@ static void vnet_feature_names(uint64_t f, char *buf, size_t len)
 	    {VIRTIO_F_ORDER_PLATFORM, "ORDER_PLATFORM"},
 	    {VIRTIO_NET_F_CTRL_VQ, "CTRL_VQ"},
 	    {VIRTIO_NET_F_MQ, "MQ"},
+	    {VIRTIO_NET_F_RSS, "RSS"},
 	};
 	size_t used = 0;
 
@@ -161,7 +162,8 @@ static int vnet_negotiate(struct vnet *vn, char *err, size_t errlen)
 {
 	uint64_t offered = virtio_dev_device_features(&vn->vd);
 	uint64_t f =
-	    vnet_feature_deps(offered & (vnet_wanted_features() | vnet_mq_features(vn->pairs)));
+	    vnet_feature_deps(offered & (vnet_wanted_features() | vnet_mq_features(vn->pairs) |
+	                                 vnet_rss_feature(vn->pairs)));
 
 	vn->offered = offered;
 	uint16_t v16;
@@ -217,7 +219,7 @@ static int vnet_negotiate(struct vnet *vn, char *err, size_t errlen)
 	vn->offloads = vnet_offloads_of(f);
 	if (vnet_mq_check(vn, err, errlen))
 		return -1;
-	virtio_dev_set_features(&vn->vd, f);
+	virtio_dev_set_features(&vn->vd, vn->features); /* vnet_mq_check() may drop RSS */
 	return 0;
 }
 

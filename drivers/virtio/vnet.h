@@ -156,12 +156,22 @@ typedef void (*vnet_tx_done_fn)(void *arg, void *cookie);
 /* Find and initialise the first virtio-net device (virtio 1.2 3.1.1). On
  * failure returns NULL and writes the failed step and reason into err. */
 struct vnet *vnet_open(char *err, size_t errlen);
-/* The same with `pairs` queue pairs (VIRTIO_NET_F_MQ, 1..8; 1 = vnet_open):
+#define VNET_MQ_MAX 8 /* queue pairs (vnet_open_mq()); VIRTIO_PCI_MAX_QUEUES follows */
+/* The same with `pairs` queue pairs (VIRTIO_NET_F_MQ, 1..VNET_MQ_MAX; 1 = vnet_open):
  * the first pair's struct vnet; vnet_queue() gives each pair's, which the
  * whole surface below takes like the first one's. Pairs share nothing, so
  * each may be driven from its own CPU. */
 struct vnet *vnet_open_mq(unsigned pairs, char *err, size_t errlen);
 unsigned vnet_queue_pairs(const struct vnet *vn);
+/* Receive-side scaling (VIRTIO_NET_F_RSS, vnet_rss.c): with mq > 1 on a
+ * device that offers it, the driver's Toeplitz key and table decide each
+ * flow's receive queue. vnet_rss_rx_queue(): the pair a TCP or UDP frame
+ * from saddr:sport to daddr:dport lands on, -1 without RSS. */
+#define VNET_RSS_KEY_LEN 40
+bool vnet_rss(void);
+int vnet_rss_rx_queue(const uint8_t saddr[4], const uint8_t daddr[4], uint16_t sport,
+                      uint16_t dport);
+uint32_t vnet_toeplitz(const uint8_t *key, size_t keylen, const uint8_t *in, size_t n);
 struct vnet *vnet_queue(struct vnet *vn, unsigned qp); /* NULL past the last */
 unsigned vnet_queue_index(const struct vnet *vn);      /* this pair's: 0.. */
 const uint8_t *vnet_mac(const struct vnet *vn);

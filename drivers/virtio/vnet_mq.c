@@ -23,7 +23,9 @@
 #define CTRL_WAIT_NS 1000000000ull /* a command the device has not answered by then fails */
 
 static struct virtq ctrlq;
-static uint8_t *ctrl_buf; /* [0, 4) class, command, le16 pairs; [8] ack */
+#define CTRL_ACK 320 /* after the longest command: class, command, RSS_CONFIG */
+#define CTRL_BUF 384
+static uint8_t *ctrl_buf; /* [0, 2) class, command; [2, ...) its data; [CTRL_ACK] ack */
 
 uint64_t vnet_mq_features(unsigned pairs)
 {
@@ -73,6 +75,7 @@ int vnet_mq_check(struct vnet *vn, char *err, size_t errlen)
 		return -1;
 	}
 	vn->max_pairs = max;
+	vnet_rss_check(vn);
 	return 0;
 }
 
@@ -91,16 +94,19 @@ int vnet_mq_setup(struct vnet *vn, char *err, size_t errlen)
 		return -1;
 	/* Every bring-up its own: memory from before a reset (the host unit
 	 * tests reset their arena between devices) may be a ring now. */
-	ctrl_buf = pmm_alloc(64, 64);
+	ctrl_buf = pmm_alloc(CTRL_BUF, 64);
 	return 0;
 }
 
-/* After DRIVER_OK: VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET(pairs), the device's
- * ack VIRTIO_NET_OK within CTRL_WAIT_NS. */
+/* After DRIVER_OK: VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET(pairs), or with RSS
+ * VIRTIO_NET_CTRL_MQ_RSS_CONFIG, whose max_tx_vq sets the pairs as well
+ * (5.1.6.5.7.1); the device's ack VIRTIO_NET_OK within CTRL_WAIT_NS. */
 int vnet_mq_set_pairs(struct vnet *vn, char *err, size_t errlen)
 {
 	struct virtq_buf b[2];
 	uint16_t pairs = (uint16_t)vn->pairs;
+	const char *cmd = "VQ_PAIRS_SET";
+	size_t data = 2;
 	void *token;
 	uint32_t len;
 	int rc;
@@ -110,9 +116,14 @@ int vnet_mq_set_pairs(struct vnet *vn, char *err, size_t errlen)
 	ctrl_buf[0] = VIRTIO_NET_CTRL_MQ;
 	ctrl_buf[1] = VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET;
 	memcpy(ctrl_buf + 2, &pairs, 2); /* le16 (x86) */
-	ctrl_buf[8] = 0xff;              /* the device overwrites it */
-	b[0] = (struct virtq_buf){(uintptr_t)ctrl_buf, 4, false};
-	b[1] = (struct virtq_buf){(uintptr_t)ctrl_buf + 8, 1, true};
+	if (vn->features & VIRTIO_BIT(VIRTIO_NET_F_RSS)) {
+		ctrl_buf[1] = VIRTIO_NET_CTRL_MQ_RSS_CONFIG;
+		data = vnet_rss_config(ctrl_buf + 2);
+		cmd = "RSS_CONFIG";
+	}
+	ctrl_buf[CTRL_ACK] = 0xff; /* the device overwrites it */
+	b[0] = (struct virtq_buf){(uintptr_t)ctrl_buf, (uint32_t)(2 + data), false};
+	b[1] = (struct virtq_buf){(uintptr_t)ctrl_buf + CTRL_ACK, 1, true};
 	if (virtq_add(&ctrlq, b, 2, ctrl_buf) < 0) {
 		snprintf(err, errlen, "control queue: cannot add the command");
 		return -1;
@@ -124,7 +135,7 @@ int vnet_mq_set_pairs(struct vnet *vn, char *err, size_t errlen)
 	uint64_t t0 = clock_ns();
 	while ((rc = virtq_get_used(&ctrlq, &token, &len)) == 0) {
 		if (clock_ns() - t0 > CTRL_WAIT_NS) {
-			snprintf(err, errlen, "control queue: VQ_PAIRS_SET(%u) not answered in 1 s",
+			snprintf(err, errlen, "control queue: %s(%u) not answered in 1 s", cmd,
 			         pairs);
 			return -1;
 		}
@@ -133,12 +144,12 @@ int vnet_mq_set_pairs(struct vnet *vn, char *err, size_t errlen)
 		snprintf(err, errlen, "control queue: bad completion (rc %d, len %u)", rc, len);
 		return -1;
 	}
-	if (ctrl_buf[8] != VIRTIO_NET_OK) {
-		snprintf(err, errlen, "control queue: VQ_PAIRS_SET(%u) answered %u, not OK", pairs,
-		         ctrl_buf[8]);
+	if (ctrl_buf[CTRL_ACK] != VIRTIO_NET_OK) {
+		snprintf(err, errlen, "control queue: %s(%u) answered %u, not OK", cmd, pairs,
+		         ctrl_buf[CTRL_ACK]);
 		return -1;
 	}
-	printf("virtio-net: mq pairs=%u max=%u ctrlq=%u\n", pairs, vn->max_pairs,
-	       2u * vn->max_pairs);
+	printf("virtio-net: mq pairs=%u max=%u ctrlq=%u rss=%s\n", pairs, vn->max_pairs,
+	       2u * vn->max_pairs, vnet_rss() ? "on" : "off");
 	return 0;
 }

@@ -16,9 +16,8 @@
 #define VNET_TRACE 0
 #endif
 
-#define VNET_RXQ    0 /* 5.1.2: receiveq1 */
-#define VNET_TXQ    1 /* transmitq1 */
-#define VNET_MQ_MAX 8 /* queue pairs (vnet_open_mq()); VIRTIO_PCI_MAX_QUEUES follows */
+#define VNET_RXQ 0 /* 5.1.2: receiveq1 */
+#define VNET_TXQ 1 /* transmitq1 */
 
 /*
  * RX buffer layout (one per RX descriptor), VNET_RX_BUF_SIZE bytes:
@@ -126,6 +125,11 @@ void vnet_status_check(struct vnet *vn); /* device status + link now */
 
 /* vnet_mq.c */
 uint64_t vnet_mq_features(unsigned pairs);
+/* vnet_rss.c (VIRTIO_NET_F_RSS with pairs > 1) */
+#define VNET_RSS_CONFIG_MAX (4 + 2 + 2 + 2 * 128 + 2 + 1 + VNET_RSS_KEY_LEN)
+uint64_t vnet_rss_feature(unsigned pairs);
+void vnet_rss_check(struct vnet *vn); /* before FEATURES_OK: drops the feature if unusable */
+size_t vnet_rss_config(uint8_t *buf); /* RSS_CONFIG's data; 0 without RSS */
 int vnet_mq_check(struct vnet *vn, char *err, size_t errlen);
 int vnet_mq_setup(struct vnet *vn, char *err, size_t errlen);
 int vnet_mq_set_pairs(struct vnet *vn, char *err, size_t errlen);

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, netpeer, ping
+from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, netpeer, ping, wait_listening
 
 PEER = [sys.executable, os.path.join(TOP, "tests", "tools", "pktpeer.py")]
 MQ_TAP = "vnlmqtap0"
@@ -70,9 +70,14 @@ def mq_echo(t, boot="pvh", machine="pc", conns=16, nbytes=256 << 10):
     if g.banner()["boot"] != boot:
         raise Fail(f"expected boot={boot}: {g.banner()}")
     res = json_lines(g, "RESULT")
-    per = {r["queue"]: r for r in res if r.get("test") == "echo"}
+    per = {r["queue"]: r for r in res if r.get("test") == "echo" and "queue" in r}
     if sorted(per) != [0, 1]:
         raise Fail(f"expected an echo RESULT from queue 0 and queue 1: {res}\n{g.tail(30)}")
+    total = [r for r in res if r.get("test") == "echo" and "queue" not in r]
+    if len(total) != 1 or total[0]["queues"] != 2 or total[0]["tcp_conns"] != conns or \
+            total[0]["tcp_bytes"] != conns * nbytes or \
+            total[0]["udp_datagrams"] != sum(per[q]["udp_datagrams"] for q in (0, 1)):
+        raise Fail(f"expected one echo total (queues 2, {conns} connections, {conns * nbytes} bytes): {total}")
     served = [per[q]["tcp_conns"] for q in (0, 1)]
     if sum(served) != conns or min(served) < 1:
         raise Fail(f"connections served per queue {served}: expected {conns} in all, each queue at least one")
@@ -103,6 +108,12 @@ def test_mq_echo_efi(t):
     """The same through the UEFI front-end (OVMF, TCG): the APs and both
     copies come up from the EFI application as from PVH."""
     mq_echo(t, boot="efi", nbytes=64 << 10)
+
+
+def test_mq_echo_microvm(t):
+    """The same on the PCI-less microvm: virtio-mmio's queue pairs, the
+    APs from microvm's MADT, both copies on their own queue."""
+    mq_echo(t, machine="microvm", nbytes=64 << 10)
 
 
 def test_mq_txonly_two_queues_counted_per_queue(t):
@@ -154,8 +165,11 @@ def test_mq_bad_keys_are_usage_errors(t):
             ("app=pkt pkt.mode=txonly mq=9 smp=2", ("-smp", "2"), r"bad value '9' for key 'mq' \(expected an integer 1..8\)"),
             # lwIP across queues: echo only, a static address, no more
             # copies than the build links (NET_INSTANCES, 2 by default).
-            ("app=rr mq=2 smp=2", ("-smp", "2"), r"key 'mq' applies to app=echo, app=pkt and the rr and stream servers only"),
-            ("app=stream mq=2 smp=2", ("-smp", "2"), r"key 'mq' applies to app=echo, app=pkt and the rr and stream servers only"),
+            ("app=rr ip=10.0.0.2/24 rr.instances=1 mq=2 smp=2", ("-smp", "2"),
+             r"key 'rr.instances': 1 connections cannot give each of mq=2 queues one"),
+            ("app=stream ip=10.0.0.2/24 stream.instances=1 mq=2 smp=2", ("-smp", "2"),
+             r"key 'stream.instances': 1 connections cannot give each of mq=2 queues one"),
+            ("app=memcached mq=2 smp=2", ("-smp", "2"), r"key 'mq' applies to app=echo, app=pkt, app=rr and app=stream only"),
             ("app=echo mq=2 smp=2", ("-smp", "2"), r"key 'mq': mq=2 needs a static ip="),
             ("app=echo ip=10.0.0.2/24 mq=2", (), r"key 'mq': mq=2 needs smp=2 or more"),
             ("app=echo ip=10.0.0.2/24 mq=3 smp=3", ("-smp", "3"),
@@ -225,6 +239,53 @@ def test_mq_rr_server_tcp_over_both_queues(t):
     print(f"    mq=2 tcp_rr server: connections per queue {served}, {tot['tps']:.0f} trans/s in total (TCG, tap)")
 
 
+def test_mq_rr_client_over_both_queues(t):
+    """app=rr (client) mq=2 smp=2 against a stock sockperf server, TCP and
+    UDP: copy k opens its share of rr.instances=4 from its own slice of
+    local ports and sends on pair k, and tun answers each flow on the queue
+    it came from. Both copies measure replies (a reply on the other queue
+    would reach a copy without that connection: a RST or a drop, then this
+    copy's no-reply ERROR; the same local port in both copies would make
+    two connections one 4-tuple), and the total (`"queues":2`) sums them."""
+    for proto in ("tcp", "udp"):
+        with t.netns() as ns:
+            tap = mq_tap(ns, address=True)
+            # A feed file with epoll: `sockperf server -i` serves one TCP
+            # connection at a time (host/bench/peers.py SockperfServer).
+            feed = os.path.join(tempfile.mkdtemp(prefix="vnetlab-mq-"), "feed.txt")
+            t.cleanups.append(lambda d=os.path.dirname(feed): shutil.rmtree(d, ignore_errors=True))
+            with open(feed, "w") as f:
+                f.write(f"{proto[0].upper()}:{NS_HOST_IP}:11111\n")
+            ns.popen(["sockperf", "server", "-f", feed, "-F", "epoll"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_listening(ns, proto, 11111)
+            g = t.start(append=f"app=rr rr.proto={proto} rr.peer={NS_HOST_IP} rr.instances=4 rr.seconds=3 "
+                               f"rr.warmup=1 ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap mq=2 smp=2",
+                        net=f"tap:{tap}", ns=ns, timeout=180, queues=2, extra=("-smp", "2"))
+            g.wait()
+            g.expect_ok()
+        res = json_lines(g, "RESULT")
+        per = {r["queue"]: r for r in res if "queue" in r}
+        tot = [r for r in res if r.get("queues") == 2]
+        if sorted(per) != [0, 1] or len(tot) != 1:
+            open("/tmp/rrc.txt", "w").write("\n".join(g.text())); raise Fail(f"{proto}: expected a RESULT from each queue and one total: {res}\n{g.tail(30)}")
+        if [per[q]["instances"] for q in (0, 1)] != [2, 2] or tot[0]["instances"] != 4:
+            raise Fail(f"{proto}: rr.instances=4 over mq=2 is 2 per copy: {res}")
+        txns = [per[q]["transactions"] for q in (0, 1)]
+        if min(txns) < max(txns) / 20 or tot[0]["transactions"] != sum(txns):
+            raise Fail(f"{proto}: transactions per queue {txns}: each copy drives two connections "
+                       f"alike (a stalled one: replies on the other queue), the total their sum: "
+                       f"{tot[0]}\n{g.tail(60)}")
+        if any(per[q]["errors"] or per[q]["lost"] for q in (0, 1)):
+            raise Fail(f"{proto}: lost or unexpected replies on a private tap: {per}")
+        nf = {n["queue"]: n for n in json_lines(g, "NETIF")}
+        g.expect(r"^virtio-net: mq pairs=2 max=2 ctrlq=4 rss=on$")
+        if sorted(nf) != [0, 1] or any(n["rss_misses"] for n in nf.values()):
+            raise Fail(f"{proto}: expected every frame on the queue RSS names: {nf}")
+        print(f"    mq=2 {proto}_rr client: trans/s per queue {[round(per[q]['tps']) for q in (0, 1)]}, "
+              f"{tot[0]['tps']:.0f} in total (TCG, tap)")
+
+
 def test_mq_stream_server_over_both_queues(t):
     """app=stream stream.role=server mq=2 smp=2: a server copy per queue
     pair. `iperf -c -P 12` (its header announces twelve connections, which
@@ -251,3 +312,41 @@ def test_mq_stream_server_over_both_queues(t):
     if tot["bytes"] != sum(x["bytes"] for x in per.values()) or not tot["bytes"]:
         raise Fail(f"total {tot['bytes']} bytes is not the queues' sum {[x['bytes'] for x in per.values()]}")
     print(f"    mq=2 stream server: connections per queue {served}, {tot['mbps']} Mbit/s in total (TCG, tap)")
+
+
+def test_mq_stream_client_over_both_queues(t):
+    """app=stream (client) mq=2 smp=2 against a stock `iperf -s`, stream
+    then maerts: copy k opens two of stream.instances=4 from local ports
+    whose frames RSS puts on queue k; both copies move data (pattern
+    checked on maerts), no frame arrives on a queue RSS did not name, and
+    the total (`"queues":2`) is the copies' sum."""
+    for test in ("stream", "maerts"):
+        with t.netns() as ns:
+            tap = mq_tap(ns, address=True)
+            ns.popen(["iperf", "-s", "-B", NS_HOST_IP, "-p", "5001"], stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+            wait_listening(ns, "tcp", 5001)
+            g = t.start(append=f"app=stream stream.test={test} stream.peer={NS_HOST_IP} stream.instances=4 "
+                               f"stream.seconds=3 stream.warmup=1 stream.check={int(test == 'maerts')} "
+                               f"ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap mq=2 smp=2",
+                        net=f"tap:{tap}", ns=ns, timeout=180, queues=2, extra=("-smp", "2"))
+            g.wait()
+            g.expect_ok()
+        res = json_lines(g, "RESULT")
+        per = {r["queue"]: r for r in res if "queue" in r}
+        tot = [r for r in res if r.get("queues") == 2]
+        name = f"tcp_{test}"
+        if sorted(per) != [0, 1] or len(tot) != 1 or any(r["test"] != name for r in res):
+            raise Fail(f"{test}: expected a {name} RESULT from each queue and one total: {res}\n{g.tail(30)}")
+        if [per[q]["instances"] for q in (0, 1)] != [2, 2]:
+            raise Fail(f"{test}: stream.instances=4 over mq=2 is 2 per copy: {per}")
+        moved = [per[q]["bytes"] for q in (0, 1)]
+        if min(moved) < max(moved) / 20 or tot[0]["bytes"] != sum(moved):
+            raise Fail(f"{test}: bytes per queue {moved}: each copy moves data, the total their sum: {tot[0]}")
+        if any(per[q].get("check_errors") for q in (0, 1)):
+            raise Fail(f"{test}: pattern check errors: {per}")
+        nf = {n["queue"]: n for n in json_lines(g, "NETIF")}
+        if sorted(nf) != [0, 1] or any(n["rss_misses"] for n in nf.values()):
+            raise Fail(f"{test}: expected every frame on the queue RSS names: {nf}")
+        print(f"    mq=2 tcp_{test} client: Mbit/s per queue {[per[q]['mbps'] for q in (0, 1)]}, "
+              f"{tot[0]['mbps']} in total (TCG, tap)")

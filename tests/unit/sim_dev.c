@@ -60,6 +60,14 @@ void sim_net_mq_reset(uint64_t offered, uint16_t mtu, uint16_t pairs)
 	sim.ctrl_qidx = (uint16_t)(2 * pairs); /* 5.1.2 */
 }
 
+void sim_net_rss_offer(uint8_t key_max, uint16_t table_max, uint32_t hash_types)
+{
+	sim.offered |= VIRTIO_BIT(VIRTIO_NET_F_RSS);
+	sim.cfg[VIRTIO_NET_CFG_RSS_MAX_KEY] = key_max;
+	memcpy(&sim.cfg[VIRTIO_NET_CFG_RSS_MAX_TABLE], &table_max, 2);   /* le16 */
+	memcpy(&sim.cfg[VIRTIO_NET_CFG_RSS_HASH_TYPES], &hash_types, 4); /* le32 */
+}
+
 /* Is qidx a receiveq (5.1.2: the even indices below the control queue)? */
 static bool sim_is_rxq(uint16_t qidx)
 {
@@ -665,6 +673,16 @@ static void sim_ctrl_run(struct sim_queue *q)
 		if (sim.ctrl_answer == SIM_CTRL_OK && sim.ctrl_class == VIRTIO_NET_CTRL_MQ &&
 		    sim.ctrl_cmd == VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET && len >= 4)
 			sim.mq_pairs = (uint16_t)(sim.ctrl_data[0] | sim.ctrl_data[1] << 8);
+		/* 5.1.6.5.7.1: hash_types, table mask, unclassified, the table,
+		 * then max_tx_vq: the pairs in use. */
+		if (sim.ctrl_answer == SIM_CTRL_OK && sim.ctrl_class == VIRTIO_NET_CTRL_MQ &&
+		    sim.ctrl_cmd == VIRTIO_NET_CTRL_MQ_RSS_CONFIG && len >= 2 + 10) {
+			unsigned n = 1u + (sim.ctrl_data[4] | sim.ctrl_data[5] << 8),
+			         at = 8 + 2 * n;
+			if (2 + at + 2 <= len && at + 2 <= sizeof(sim.ctrl_data))
+				sim.mq_pairs =
+				    (uint16_t)(sim.ctrl_data[at] | sim.ctrl_data[at + 1] << 8);
+		}
 		old = q->used_idx;
 		sim_complete_at(q, q->npending - 1);
 		sim_publish_used(q, old);

@@ -128,7 +128,7 @@ struct sim_dev {
 	uint64_t offered, accepted;
 	bool refuse_features;
 	uint16_t num_queues, max_qsize;
-	uint8_t cfg[16]; /* virtio_net_config */
+	uint8_t cfg[24]; /* virtio_net_config, up to supported_hash_types */
 	uint8_t cfg_generation;
 	/* RX: the virtio-net header the device writes in front of each frame,
 	 * every field (sim_reset: num_buffers 1, the rest 0). */
@@ -139,11 +139,11 @@ struct sim_dev {
 	 * (0: none, a single-pair device), how it answers, what it was sent
 	 * (every command's class, command and first data bytes, the last
 	 * one's readable length), and the pairs the device uses: 1 until a
-	 * VQ_PAIRS_SET it answered OK. */
+	 * VQ_PAIRS_SET (or RSS_CONFIG's max_tx_vq) it answered OK. */
 	uint16_t ctrl_qidx;
 	enum sim_ctrl_answer ctrl_answer;
 	unsigned ctrl_cmds;
-	uint8_t ctrl_class, ctrl_cmd, ctrl_data[8];
+	uint8_t ctrl_class, ctrl_cmd, ctrl_data[320]; /* RSS_CONFIG's is the longest */
 	uint32_t ctrl_len;
 	uint16_t mq_pairs;
 	unsigned driver_errors; /* rule breaks by the driver */
@@ -160,6 +160,10 @@ void sim_net_reset(uint64_t offered, uint16_t mtu);
  * with max_virtqueue_pairs = pairs (1..SIM_MAX_PAIRS), 2 * pairs + 1
  * queues and the control queue last, answering OK. */
 void sim_net_mq_reset(uint64_t offered, uint16_t mtu, uint16_t pairs);
+/* After sim_net_mq_reset(): also offer VIRTIO_NET_F_RSS with these
+ * rss_max_key_size, rss_max_indirection_table_length and
+ * supported_hash_types (5.1.4). */
+void sim_net_rss_offer(uint8_t key_max, uint16_t table_max, uint32_t hash_types);
 void sim_attach(struct sim_queue *q, const struct virtq *vq, uint16_t qidx);
 void sim_doorbell(uint16_t qidx, uint16_t avail_idx);
 void sim_register_access(void); /* the driver read a device register (weak_order) */

@@ -3,7 +3,8 @@
  * (net/inst_table.c, built here with NET_INSTANCES=3): the copy table's
  * bounds, the stop and ready flags, the control token, and the ARP
  * mailboxes (every other copy gets the frame once, in order; a full
- * mailbox counts the frame as dropped; a copy never gets its own).
+ * mailbox counts the frame as dropped; a copy never gets its own), and
+ * the copies' totals for copy 0's RESULT.
  */
 #include <stdio.h>
 #include <string.h>
@@ -77,9 +78,47 @@ static void test_arp_mailboxes(void)
 	CHECK_EQ(8, got, "a full mailbox holds 8 frames");
 }
 
+/* Copy 0's total after the join: every figure summed over the first
+ * ncopies copies, the interval the longest (the copies end together, but
+ * each measured from its own first request). */
+static void test_totals(void)
+{
+	struct net_inst_total t, sum;
+
+	for (unsigned k = 0; k < 3; k++) {
+		t = (struct net_inst_total){.transactions = 1 + k,
+		                            .messages = 10 + k,
+		                            .bytes = 100 + k,
+		                            .rx_bytes = 1000 + k,
+		                            .tx_bytes = 2000 + k,
+		                            .conns = 3 + k,
+		                            .datagrams = 20 + k,
+		                            .datagram_bytes = 300 + k,
+		                            .ns = k == 1 ? 900 : 500 + k};
+		net_inst_post_total(k, &t);
+	}
+	net_inst_post_total(3, &t); /* past the table: ignored */
+	net_inst_sum_totals(2, &sum);
+	CHECK_EQ(3, sum.transactions, "transactions of copies 0 and 1");
+	CHECK_EQ(21, sum.messages, "messages summed");
+	CHECK_EQ(201, sum.bytes, "bytes summed");
+	CHECK_EQ(2001, sum.rx_bytes, "rx_bytes summed");
+	CHECK_EQ(4001, sum.tx_bytes, "tx_bytes summed");
+	CHECK_EQ(7, sum.conns, "connections summed");
+	CHECK_EQ(41, sum.datagrams, "datagrams summed");
+	CHECK_EQ(601, sum.datagram_bytes, "datagram bytes summed");
+	CHECK_EQ(900, sum.ns, "the longest interval, not the sum");
+	net_inst_sum_totals(3, &sum);
+	CHECK_EQ(12, sum.conns, "all three copies");
+	CHECK_EQ(900, sum.ns, "still the longest");
+	net_inst_sum_totals(5, &sum);
+	CHECK_EQ(12, sum.conns, "no copy past the table is read");
+}
+
 int main(void)
 {
 	RUN(test_table_and_flags);
 	RUN(test_arp_mailboxes);
+	RUN(test_totals);
 	return check_done("test_inst_table");
 }

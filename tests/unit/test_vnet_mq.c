@@ -10,6 +10,13 @@
 
 #define MQ_BITS (VIRTIO_BIT(VIRTIO_NET_F_MQ) | VIRTIO_BIT(VIRTIO_NET_F_CTRL_VQ))
 
+/* What mq_open()'s next device offers of RSS (key 0: no RSS). */
+static struct {
+	uint8_t key;
+	uint16_t table;
+	uint32_t types;
+} next_rss;
+
 /* tx_done per pair: arg is the pair's counter. */
 static unsigned mq_done[2];
 
@@ -29,6 +36,9 @@ static struct vnet *mq_open(uint16_t max, unsigned pairs, enum sim_ctrl_answer a
 
 	dev_config(SIM_FEATURES, SIM_SYNC);
 	sim_net_mq_reset(SIM_FEATURES, 1500, max);
+	if (next_rss.key)
+		sim_net_rss_offer(next_rss.key, next_rss.table, next_rss.types);
+	next_rss.key = 0;
 	sim.ctrl_answer = answer;
 	err[0] = 0;
 	/* The clock moves during bring-up (1 us per read), so a command the
@@ -317,8 +327,125 @@ static void test_mq_refusals(void)
 	       (unsigned long long)((shim_now_ns - t0) / 1000000));
 }
 
+/* The Toeplitz hash (5.1.6.4.3.1) against Microsoft's RSS verification
+ * suite (its key is vnet_rss.c's): IPv4 alone, then with TCP ports. */
+static const uint8_t ms_key[VNET_RSS_KEY_LEN] = {
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+    0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+    0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+static const struct {
+	uint8_t src[4], dst[4];
+	uint16_t sport, dport;
+	uint32_t ip, tcp;
+} ms_vectors[] = {
+    {{66, 9, 149, 187}, {161, 142, 100, 80}, 2794, 1766, 0x323e8fc2, 0x51ccc178},
+    {{199, 92, 111, 2}, {65, 69, 140, 83}, 14230, 4739, 0xd718262a, 0xc626b0ea},
+    {{24, 19, 198, 95}, {12, 22, 207, 184}, 12898, 38024, 0xd2d0a5de, 0x5c2b394a},
+    {{38, 27, 205, 30}, {209, 142, 163, 6}, 48228, 2217, 0x82989176, 0xafc7327f},
+    {{153, 39, 163, 191}, {202, 188, 127, 2}, 44251, 1303, 0x5d1809c5, 0x10e828a2},
+};
+
+static void test_rss_toeplitz(void)
+{
+	for (size_t i = 0; i < sizeof(ms_vectors) / sizeof(ms_vectors[0]); i++) {
+		uint8_t in[12];
+		memcpy(in, ms_vectors[i].src, 4);
+		memcpy(in + 4, ms_vectors[i].dst, 4);
+		in[8] = (uint8_t)(ms_vectors[i].sport >> 8);
+		in[9] = (uint8_t)ms_vectors[i].sport;
+		in[10] = (uint8_t)(ms_vectors[i].dport >> 8);
+		in[11] = (uint8_t)ms_vectors[i].dport;
+		CHECK_EQ(ms_vectors[i].ip, vnet_toeplitz(ms_key, sizeof(ms_key), in, 8),
+		         "IPv4 2-tuple hash");
+		CHECK_EQ(ms_vectors[i].tcp, vnet_toeplitz(ms_key, sizeof(ms_key), in, 12),
+		         "TCP/IPv4 4-tuple hash");
+	}
+}
+
+#define RSS_TYPES_V4 7u /* IPv4, TCPv4, UDPv4 */
+
+/* mq=2 on a device with RSS: RSS negotiated, one RSS_CONFIG (5.1.6.5.7.1)
+ * instead of VQ_PAIRS_SET, its table alternating the two receiveqs, and
+ * vnet_rss_rx_queue() naming the queue the table gives a flow's hash. */
+static void test_rss_config(void)
+{
+	char err[256];
+
+	next_rss.key = 40;
+	next_rss.table = 128;
+	next_rss.types = 0x1ff;
+	struct vnet *v = mq_open(2, 2, SIM_CTRL_OK, err, sizeof(err));
+	CHECK(v != NULL, "mq=2 with RSS opens");
+	if (!v) {
+		printf("     %s\n", err);
+		return;
+	}
+	CHECK(sim.accepted & VIRTIO_BIT(VIRTIO_NET_F_RSS), "RSS accepted");
+	CHECK(vnet_rss(), "RSS on");
+	CHECK_EQ(1, sim.ctrl_cmds, "one control command");
+	CHECK_EQ(VIRTIO_NET_CTRL_MQ_RSS_CONFIG, sim.ctrl_cmd, "command RSS_CONFIG");
+	const uint8_t *d = sim.ctrl_data;
+	CHECK_EQ(RSS_TYPES_V4, d[0] | d[1] << 8 | d[2] << 16 | (uint32_t)d[3] << 24,
+	         "hash types IPv4, TCPv4, UDPv4 of those offered");
+	CHECK_EQ(127, d[4] | d[5] << 8, "indirection_table_mask: 128 entries");
+	CHECK_EQ(0, d[6] | d[7] << 8, "unclassified frames (ARP) to receiveq1");
+	unsigned alternate = 0;
+	for (unsigned i = 0; i < 128; i++)
+		alternate += (unsigned)(d[8 + 2 * i] | d[9 + 2 * i] << 8) == i % 2;
+	CHECK_EQ(128, alternate, "entry i is receiveq (i mod 2) + 1");
+	CHECK_EQ(2, d[264] | d[265] << 8, "max_tx_vq = 2");
+	CHECK_EQ(40, d[266], "hash_key_length 40");
+	CHECK(!memcmp(d + 267, ms_key, 40), "the key");
+	CHECK_EQ(2 + 267 + 40, sim.ctrl_len, "the command's length");
+	CHECK_EQ(2, sim.mq_pairs, "the device uses two pairs");
+	/* The published hash & 127 is the entry, its parity the queue
+	 * (0x51ccc178 -> 120 -> receiveq1, 0xafc7327f -> 127 -> receiveq2). */
+	for (size_t i = 0; i < sizeof(ms_vectors) / sizeof(ms_vectors[0]); i++)
+		CHECK_EQ((int)(ms_vectors[i].tcp & 127) % 2,
+		         vnet_rss_rx_queue(ms_vectors[i].src, ms_vectors[i].dst,
+		                           ms_vectors[i].sport, ms_vectors[i].dport),
+		         "a flow lands where its hash's table entry says");
+}
+
+/* RSS the driver cannot use is dropped before FEATURES_OK: the pairs are
+ * set with VQ_PAIRS_SET as without it. One pair never asks for RSS. */
+static void test_rss_unusable(void)
+{
+	static const struct {
+		uint8_t key;
+		uint16_t table;
+		uint32_t types;
+		const char *why;
+	} bad[] = {
+	    {39, 128, 0x1ff, "a key shorter than 40 bytes"},
+	    {40, 1, 0x1ff, "a table shorter than the pairs"},
+	    {40, 128, 3, "no UDPv4 hash"},
+	};
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		next_rss.key = bad[i].key;
+		next_rss.table = bad[i].table;
+		next_rss.types = bad[i].types;
+		struct vnet *v = mq_open(2, 2, SIM_CTRL_OK, err, sizeof(err));
+		CHECK(v != NULL, bad[i].why);
+		CHECK(!(sim.accepted & VIRTIO_BIT(VIRTIO_NET_F_RSS)), "RSS not accepted");
+		CHECK(!vnet_rss(), "RSS off");
+		CHECK_EQ(VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET, sim.ctrl_cmd, "VQ_PAIRS_SET instead");
+		CHECK_EQ(-1, vnet_rss_rx_queue(ms_vectors[0].src, ms_vectors[0].dst, 1, 2),
+		         "no RSS queue to name");
+	}
+	next_rss.key = 40;
+	next_rss.table = 128;
+	next_rss.types = 0x1ff;
+	CHECK(mq_open(2, 1, SIM_CTRL_OK, err, sizeof(err)) != NULL, "mq=1 opens");
+	CHECK(!(sim.accepted & VIRTIO_BIT(VIRTIO_NET_F_RSS)), "mq=1: RSS not asked for");
+	CHECK_EQ(0, sim.ctrl_cmds, "mq=1: no command");
+}
+
 void test_vnet_mq(void)
 {
+	RUN(test_rss_toeplitz);
 	RUN(test_mq_one_pair);
 	if (!VNET_IS_IDLE_POLL) {
 		RUN(test_mq_needs_idle_poll);
@@ -328,4 +455,6 @@ void test_vnet_mq(void)
 	RUN(test_mq_ctrlq_at_max);
 	RUN(test_mq_per_pair_traffic);
 	RUN(test_mq_refusals);
+	RUN(test_rss_config);
+	RUN(test_rss_unusable);
 }

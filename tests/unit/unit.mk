@@ -28,7 +28,7 @@ UNIT_VNET_TESTS := $(addprefix tests/unit/,test_vnet.c test_vnet_kick.c test_vne
 	test_vnet_reclaim.c test_vnet_rx.c test_vnet_faults.c test_vnet_idle.c test_vnet_fwd.c test_vnet_mq.c \
 	vnet_fixture.c)
 UNIT_VNET_SRCS := $(UNIT_VNET_TESTS) tests/unit/sim_pci.c drivers/virtio/virtio_dev.c drivers/virtio/vnet.c \
-	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c drivers/virtio/vnet_mq.c
+	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c drivers/virtio/vnet_mq.c drivers/virtio/vnet_rss.c
 
 # The packed ring (RING=packed) through the whole driver: every TX_RECLAIM x
 # TX_KICK with EVENT_IDX, the flag protocol per TX_KICK, and the other
@@ -68,7 +68,7 @@ UNIT_OFFLOAD_VARIANTS := base-every-ei1-eager-inline-zc1 \
 	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd base-every-ei1-eager-inline-zc1-packed \
 	base-every-ei1-eager-inline-zc1-off_csum-mrg-nd-packed
 UNIT_OFFLOAD_SRCS := tests/unit/test_offload.c tests/unit/sim_pci.c drivers/virtio/virtio_dev.c drivers/virtio/vnet.c \
-	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c drivers/virtio/vnet_mq.c
+	drivers/virtio/vnet_tx.c drivers/virtio/vnet_rx.c drivers/virtio/vnet_idle.c drivers/virtio/vnet_mq.c drivers/virtio/vnet_rss.c
 UNIT_BINS := $(UNIT_DIR)/test_virtq $(UNIT_DIR)/test_virtq_packed $(UNIT_DIR)/test_virtio_pci $(UNIT_DIR)/test_pci $(UNIT_DIR)/test_paging \
 	$(UNIT_DIR)/test_mc_unit \
 	$(UNIT_DIR)/test_virtio_mmio $(UNIT_DIR)/test_virtio_mmio_packed \

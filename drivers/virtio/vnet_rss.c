@@ -1,0 +1,137 @@
+/*
+ * vnet_rss.c: receive-side scaling (VIRTIO_NET_F_RSS, virtio 1.2 5.1.6.5.7)
+ * for mq=N > 1. Without it the device (tun, for QEMU's tap) picks the
+ * receive queue of a flow itself: a flow the host opens stays where its
+ * first frame landed, which is all a server needs, but the replies of a
+ * connection the guest opens on queue k may land on any queue. With RSS
+ * the driver decides: a Toeplitz hash (5.1.6.4.3.1) of the IPv4 addresses
+ * and TCP/UDP ports under the key below indexes an indirection table whose
+ * entry i is receiveq (i mod N) + 1, so a client copy can pick a local
+ * port whose replies hash to its own queue (net.c net_bind_local_port()).
+ *
+ * The table and key are written once, by pair 0 before the copies start,
+ * and only read afterwards: nothing here is on the data path.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "drivers/virtio/vnet_priv.h"
+#include "drivers/virtio/virtio.h"
+
+#define RSS_TABLE_MAX 128 /* entries we use at most: a power of two */
+#define RSS_HASH_TYPES                                                                         \
+	(VIRTIO_NET_RSS_HASH_TYPE_IPv4 | VIRTIO_NET_RSS_HASH_TYPE_TCPv4 |                      \
+	 VIRTIO_NET_RSS_HASH_TYPE_UDPv4)
+
+/* The key of Microsoft's RSS verification suite: any 40 bytes would do;
+ * this one has published test vectors (tests/unit/test_vnet_rss.c). */
+static const uint8_t rss_key[VNET_RSS_KEY_LEN] = {
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+    0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+    0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+
+static struct {
+	bool on;
+	unsigned pairs;
+	uint16_t len; /* table entries: a power of two */
+	uint32_t hash_types;
+	uint16_t table[RSS_TABLE_MAX];
+} rss;
+
+/* Toeplitz: for every set bit of the input, most significant first, XOR
+ * in the 32 key bits that start at that bit's position. */
+uint32_t vnet_toeplitz(const uint8_t *key, size_t keylen, const uint8_t *in, size_t n)
+{
+	uint32_t h = 0;
+	uint32_t win = (uint32_t)key[0] << 24 | (uint32_t)key[1] << 16 | (uint32_t)key[2] << 8 | key[3];
+
+	for (size_t i = 0; i < n; i++)
+		for (int b = 7; b >= 0; b--) {
+			if (in[i] >> b & 1)
+				h ^= win;
+			win = win << 1 | (i + 4 < keylen ? (uint32_t)(key[i + 4] >> b & 1) : 0);
+		}
+	return h;
+}
+
+uint64_t vnet_rss_feature(unsigned pairs)
+{
+	return pairs > 1 ? VIRTIO_BIT(VIRTIO_NET_F_RSS) : 0;
+}
+
+/* Before FEATURES_OK (5.1.4): a key of 40 bytes, a table of at least the
+ * pairs, and the IPv4, TCPv4 and UDPv4 hash types, or RSS is dropped from the features
+ * (the device's own steering then, as without the feature). */
+void vnet_rss_check(struct vnet *vn)
+{
+	uint8_t key_max = 0;
+	uint16_t table_max = 0;
+	uint32_t types = 0;
+
+	rss.on = false;
+	if (!(vn->features & VIRTIO_BIT(VIRTIO_NET_F_RSS)))
+		return;
+	if (virtio_dev_cfg_read(&vn->vd, VIRTIO_NET_CFG_RSS_MAX_KEY, &key_max, 1) ||
+	    virtio_dev_cfg_read(&vn->vd, VIRTIO_NET_CFG_RSS_MAX_TABLE, &table_max, 2) ||
+	    virtio_dev_cfg_read(&vn->vd, VIRTIO_NET_CFG_RSS_HASH_TYPES, &types, 4) ||
+	    key_max < VNET_RSS_KEY_LEN || table_max < vn->pairs ||
+	    (types & RSS_HASH_TYPES) != RSS_HASH_TYPES) {
+		printf("virtio-net: rss not used (key max %u, table max %u, hash types 0x%x)\n",
+		       key_max, table_max, types);
+		vn->features &= ~VIRTIO_BIT(VIRTIO_NET_F_RSS);
+		return;
+	}
+	rss.len = 1;
+	while (rss.len * 2u <= table_max && rss.len * 2u <= RSS_TABLE_MAX)
+		rss.len = (uint16_t)(rss.len * 2u);
+	for (unsigned i = 0; i < rss.len; i++)
+		rss.table[i] = (uint16_t)(i % vn->pairs);
+	rss.hash_types = types & RSS_HASH_TYPES;
+	rss.pairs = vn->pairs;
+	rss.on = true;
+}
+
+static uint8_t *put16(uint8_t *p, uint16_t v)
+{
+	memcpy(p, &v, 2); /* le16 (x86) */
+	return p + 2;
+}
+
+/* 5.1.6.5.7.1 struct virtio_net_rss_config into buf (at least
+ * VNET_RSS_CONFIG_MAX bytes); its length, 0 without RSS. */
+size_t vnet_rss_config(uint8_t *buf)
+{
+	uint8_t *p = buf;
+
+	if (!rss.on)
+		return 0;
+	memcpy(p, &rss.hash_types, 4); /* le32 */
+	p = put16(p + 4, (uint16_t)(rss.len - 1)); /* indirection_table_mask */
+	p = put16(p, 0);                          /* unclassified_queue: ARP & co. */
+	for (unsigned i = 0; i < rss.len; i++)
+		p = put16(p, rss.table[i]);
+	p = put16(p, (uint16_t)rss.pairs); /* max_tx_vq */
+	*p++ = VNET_RSS_KEY_LEN;
+	memcpy(p, rss_key, VNET_RSS_KEY_LEN);
+	return (size_t)(p + VNET_RSS_KEY_LEN - buf);
+}
+
+bool vnet_rss(void)
+{
+	return rss.on;
+}
+
+int vnet_rss_rx_queue(const uint8_t saddr[4], const uint8_t daddr[4], uint16_t sport,
+                      uint16_t dport)
+{
+	uint8_t in[12];
+
+	if (!rss.on)
+		return -1;
+	memcpy(in, saddr, 4);
+	memcpy(in + 4, daddr, 4);
+	in[8] = (uint8_t)(sport >> 8);
+	in[9] = (uint8_t)sport;
+	in[10] = (uint8_t)(dport >> 8);
+	in[11] = (uint8_t)dport;
+	return rss.table[vnet_toeplitz(rss_key, sizeof(rss_key), in, sizeof(in)) & (rss.len - 1u)];
+}
