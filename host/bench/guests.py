@@ -162,8 +162,9 @@ class Vnetlab:
                 k.update({"mq": q, "smp": q})
             return k
         if run_queues(run, self.m) > 1:
-            raise BenchError(f"{test}: the appliance runs mq=N only in app=pkt (pkt_txonly); its TCP/UDP apps use "
-                             "one queue pair")
+            raise BenchError(f"{test}: the harness runs the appliance with mq=N only in app=pkt (pkt_txonly); "
+                             "its rr and stream apps take mq=N (docs/multiqueue.md) but the queues axis does not "
+                             "pass it yet")
         k.update(backend.guest_keys())
         if test in ("tcp_rr", "udp_rr"):
             k.update({"app": "rr", "rr.proto": test[:3], "rr.role": self.m.rr_role})

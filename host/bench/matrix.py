@@ -466,8 +466,8 @@ class Matrix:
         if bad:
             raise BenchError(
                 f"queues={q} with test(s) {', '.join(bad)}: the harness runs only pkt_txonly on several queue "
-                "pairs so far (the appliance's rr and stream servers take mq=N, docs/multiqueue.md, but this axis "
-                "does not drive them yet; memcached and the clients use one queue pair), and ndr's offered "
+                "pairs so far (the appliance's rr and stream clients and servers take mq=N, docs/multiqueue.md, but "
+                "this axis does not drive them yet; memcached uses one queue pair), and ndr's offered "
                 f"traffic is one flow, which tun puts on one queue. Use tests={','.join(QUEUE_TESTS)} or queues=1")
         bad = [b[0] for b in self.backends if b[1] not in QUEUE_BACKENDS]
         if bad:
