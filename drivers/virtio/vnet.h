@@ -159,7 +159,8 @@ struct vnet *vnet_open(char *err, size_t errlen);
 /* The same with `pairs` queue pairs (VIRTIO_NET_F_MQ, 1..8; 1 = vnet_open):
  * the first pair's struct vnet; vnet_queue() gives each pair's, which the
  * whole surface below takes like the first one's. Pairs share nothing, so
- * each may be driven from its own CPU. */
+ * each may be driven from its own CPU; under IDLE=halt|adaptive pair k
+ * must be, from CPU k: its interrupts are aimed there (needs pairs CPUs). */
 struct vnet *vnet_open_mq(unsigned pairs, char *err, size_t errlen);
 unsigned vnet_queue_pairs(const struct vnet *vn);
 struct vnet *vnet_queue(struct vnet *vn, unsigned qp); /* NULL past the last */
