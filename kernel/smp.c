@@ -19,6 +19,8 @@
  * and loads with loads (arch.h), so the two ends need compiler barriers
  * only, named below by what they order.
  *
+ * Each CPU's block is also in its GS base (smp_cpu_index()), so irq.c's
+ * counters and halt.c's stats and timer are kept per CPU without a lock.
  * Nothing else on the kernel side is made safe for concurrency: the
  * console, lwIP and the driver's shared state stay the BSP's. What an AP
  * runs must touch only its own data (app=pkt's queue pairs: one per CPU,
