@@ -172,10 +172,16 @@ bool apic_x2(void)
 }
 
 /* 0xfee in bits 31:20, destination APIC id in 19:12, physical mode, no
- * redirection hint. The data word is the vector (fixed, edge). */
+ * redirection hint. The data word is the vector (fixed, edge). Ids above
+ * 255 need interrupt remapping: none of ours (SMP_MAX) has one. */
+uint64_t apic_msi_addr_to(uint32_t apic_id)
+{
+	return 0xfee00000ull | (uint64_t)(apic_id & 0xff) << 12;
+}
+
 uint64_t apic_msi_addr(void)
 {
-	return 0xfee00000ull | (uint64_t)(apic_id() & 0xff) << 12;
+	return apic_msi_addr_to(apic_id());
 }
 
 const char *apic_timer_mode(void)
@@ -183,17 +189,34 @@ const char *apic_timer_mode(void)
 	return tsc_deadline ? "tsc-deadline" : "oneshot";
 }
 
-void apic_timer_init(int vector)
+/* The calling CPU's timer LVT in the mode apic_timer_init() chose: each
+ * CPU has its own (an AP's is masked by apic_ap_init() until then). */
+void apic_timer_local_init(void)
 {
-	timer_vec = vector;
+	if (timer_vec < 0)
+		return;
 	if (tsc_deadline) {
-		apic_write(APIC_LVT_TMR, LVT_TSCDEADLINE | (uint32_t)vector);
+		apic_write(APIC_LVT_TMR, LVT_TSCDEADLINE | (uint32_t)timer_vec);
 		/* SDM 10.5.4.1: the xAPIC's LVT write is a memory write and WRMSR
 		 * to IA32_TSC_DEADLINE is not serializing, so a first deadline
 		 * could reach a timer still in its old mode: MFENCE between them.
 		 * (x2APIC's LVT is itself an MSR write, ordered already.) */
 		if (!x2)
 			arch_mb();
+		return;
+	}
+	apic_write(APIC_TMR_DCR, DCR_DIV1);
+	apic_write(APIC_TMR_ICR, 0);
+	apic_write(APIC_LVT_TMR, (uint32_t)timer_vec); /* one-shot, unmasked */
+}
+
+/* Once, on the BSP: the vector, the one-shot calibration (every CPU's
+ * timer runs at the same rate), then the BSP's own LVT. */
+void apic_timer_init(int vector)
+{
+	timer_vec = vector;
+	if (tsc_deadline) {
+		apic_timer_local_init();
 		return;
 	}
 	/* Count down from the top for CAL_US of TSC time, masked. */
@@ -209,7 +232,7 @@ void apic_timer_init(int vector)
 	ticks_per_ms = (uint64_t)(0xffffffffu - left) * 1000000ull / (dt ? dt : 1);
 	if (!ticks_per_ms)
 		ticks_per_ms = 1;
-	apic_write(APIC_LVT_TMR, (uint32_t)vector); /* one-shot, unmasked */
+	apic_timer_local_init();
 	printf("apic timer oneshot ticks_per_ms=%lu\n", ticks_per_ms);
 }
 

@@ -2,18 +2,28 @@
  * halt.c: sleep until an interrupt or a deadline. The LAPIC timer bounds
  * every halt, so a guest with nothing to do still reaches its own
  * deadlines (lwIP timers, the end of a run, a server whose client never
- * comes) with no traffic at all.
+ * comes) with no traffic at all. Each CPU halts on its own timer and
+ * keeps its own counts (halt_stats() is the calling CPU's).
  */
 #include "kernel/arch.h"
 #include "kernel/kernel.h"
 
 static bool ready;
-static int timer_vec = -1;
-static struct halt_stats st;
+
+/* Per CPU (smp_cpu_index()): its halts, its timer's interrupts (the LVT
+ * timer is each CPU's own; one vector for all, counted where it fires),
+ * and whether its LVT is programmed yet. Written by that CPU only. */
+struct halt_cpu {
+	struct halt_stats st;
+	volatile uint64_t timer_irqs;
+	bool timer_on;
+} __attribute__((aligned(64)));
+static struct halt_cpu per_cpu[SMP_MAX];
 
 static void timer_fired(void *unused)
 {
 	(void)unused;
+	per_cpu[smp_cpu_index()].timer_irqs++;
 }
 
 int halt_init(char *err, size_t errlen)
@@ -22,10 +32,23 @@ int halt_init(char *err, size_t errlen)
 		return 0;
 	if (irq_init(err, errlen))
 		return -1;
-	timer_vec = irq_alloc(timer_fired, NULL);
-	apic_timer_init(timer_vec);
+	apic_timer_init(irq_alloc(timer_fired, NULL));
+	per_cpu[smp_cpu_index()].timer_on = true;
 	ready = true;
 	return 0;
+}
+
+/* An AP programs its own timer LVT at its first halt (apic_ap_init() left
+ * it masked: halt_init() ran on the BSP, maybe after the APs started). */
+static struct halt_cpu *halt_cpu_ready(void)
+{
+	struct halt_cpu *c = &per_cpu[smp_cpu_index()];
+
+	if (!c->timer_on && ready) {
+		apic_timer_local_init();
+		c->timer_on = true;
+	}
+	return c;
 }
 
 /* Arm the timer, halt once with interrupts on, disarm. Where interrupts
@@ -48,16 +71,17 @@ static bool halt_once(uint64_t deadline_ns, bool (*busy)(void *), void *arg)
 
 uint64_t halt_until_idle(uint64_t deadline_ns, bool (*busy)(void *), void *arg)
 {
-	uint64_t fired = irq_count(timer_vec);
+	struct halt_cpu *c = halt_cpu_ready();
+	uint64_t fired = c->timer_irqs;
 	uint64_t t0 = clock_ns();
 
 	if (deadline_ns <= t0 || !halt_once(deadline_ns, busy, arg))
 		return 0;
 	uint64_t dt = clock_ns() - t0;
-	st.halts++;
-	st.halted_ns += dt;
-	if (irq_count(timer_vec) != fired)
-		st.timer_wakes++;
+	c->st.halts++;
+	c->st.halted_ns += dt;
+	if (c->timer_irqs != fired)
+		c->st.timer_wakes++;
 	return dt;
 }
 
@@ -68,7 +92,7 @@ uint64_t halt_until(uint64_t deadline_ns)
 
 const struct halt_stats *halt_stats(void)
 {
-	return &st;
+	return &per_cpu[smp_cpu_index()].st;
 }
 
 /* A halt this short takes an interrupt already latched at once, and

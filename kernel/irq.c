@@ -13,6 +13,8 @@
  *
  * Nothing here races with the interrupted code: interrupts are enabled
  * only inside cpu_sti_hlt_cli(), so a handler always interrupts that HLT.
+ * With more than one CPU each counts in its own block; the vector table is
+ * filled before the CPUs that take those vectors halt.
  */
 #include <stdio.h>
 #include "kernel/arch.h"
@@ -34,14 +36,20 @@ struct irq {
 	uint8_t line; /* IRQ_PIC */
 	irq_fn fn;
 	void *arg;
-	uint64_t count;
 };
+
+/* Counted per CPU (smp_cpu_index()): each CPU writes its own block only,
+ * so two CPUs taking interrupts at once need no atomics or lock. */
+struct irq_cpu {
+	uint64_t count[256];
+	uint64_t unexpected, spurious;
+} __attribute__((aligned(64)));
 
 extern const char irq_stubs[];
 static struct irq irqs[256];
+static struct irq_cpu per_cpu[SMP_MAX];
 static bool ready;
 static int next_vec = VEC_FIRST;
-static uint64_t unexpected, spurious;
 static uint16_t pic_mask = 0xffff;
 
 void irq_dispatch(uint64_t vector);
@@ -142,9 +150,10 @@ int irq_alloc_gsi(uint32_t gsi, bool level, bool active_low, irq_fn fn, void *ar
 void irq_dispatch(uint64_t vector)
 {
 	struct irq *q = &irqs[vector & 0xff];
+	struct irq_cpu *c = &per_cpu[smp_cpu_index()];
 
 	if (vector == IRQ_SPURIOUS_VECTOR) {
-		spurious++; /* LAPIC spurious: no EOI (Intel SDM 11.9) */
+		c->spurious++; /* LAPIC spurious: no EOI (Intel SDM 11.9) */
 		return;
 	}
 	if (vector >= PIC_BASE && vector < PIC_BASE + 16 && q->kind != IRQ_PIC) {
@@ -154,18 +163,18 @@ void irq_dispatch(uint64_t vector)
 		uint16_t in = pic_isr();
 		unsigned line = (unsigned)(vector - PIC_BASE);
 		if (in & (1u << line)) {
-			unexpected++;
+			c->unexpected++;
 			if (line >= 8)
 				outb(PIC2_CMD, PIC_EOI);
 			outb(PIC1_CMD, PIC_EOI);
 		} else {
-			spurious++;
+			c->spurious++;
 		}
 		return;
 	}
-	q->count++;
+	c->count[vector & 0xff]++;
 	if (q->kind == IRQ_FREE)
-		unexpected++;
+		c->unexpected++;
 	else if (q->fn)
 		q->fn(q->arg); /* level-triggered INTx: the device drops the line here */
 	if (q->kind == IRQ_PIC) {
@@ -179,15 +188,15 @@ void irq_dispatch(uint64_t vector)
 
 uint64_t irq_count(int vector)
 {
-	return vector >= 0 && vector < 256 ? irqs[vector].count : 0;
+	return vector >= 0 && vector < 256 ? per_cpu[smp_cpu_index()].count[vector] : 0;
 }
 
-uint64_t irq_unexpected(void)
+uint64_t irq_unexpected(unsigned cpu)
 {
-	return unexpected;
+	return cpu < SMP_MAX ? per_cpu[cpu].unexpected : 0;
 }
 
-uint64_t irq_spurious(void)
+uint64_t irq_spurious(unsigned cpu)
 {
-	return spurious;
+	return cpu < SMP_MAX ? per_cpu[cpu].spurious : 0;
 }

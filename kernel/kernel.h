@@ -91,9 +91,11 @@ int irq_alloc_legacy(unsigned line, irq_fn fn, void *arg);
  * device drop the line. */
 int irq_alloc_gsi(uint32_t gsi, bool level, bool active_low, irq_fn fn, void *arg, char *err,
                   size_t errlen);
-uint64_t irq_count(int vector);
-uint64_t irq_unexpected(void); /* interrupts on vectors nobody allocated */
-uint64_t irq_spurious(void);   /* LAPIC / PIC spurious interrupts */
+uint64_t irq_count(int vector); /* taken on the calling CPU */
+/* On CPU cpu (smp_cpu_index()'s numbering): interrupts on vectors nobody
+ * allocated, and LAPIC / PIC spurious interrupts. */
+uint64_t irq_unexpected(unsigned cpu);
+uint64_t irq_spurious(unsigned cpu);
 
 /* ioapic.c: the MADT's I/O APICs */
 bool ioapic_has(uint32_t gsi);
@@ -108,9 +110,11 @@ bool apic_x2(void);
 /* MSI address/data for a fixed, edge interrupt on this CPU (PCI 3.0 6.8.2;
  * Intel SDM 11.11). */
 uint64_t apic_msi_addr(void);
-const char *apic_timer_mode(void);         /* "tsc-deadline" or "oneshot" */
-void apic_timer_init(int vector);          /* calibrates the one-shot mode */
-void apic_timer_arm(uint64_t deadline_ns); /* clock_ns() time; replaces any earlier */
+uint64_t apic_msi_addr_to(uint32_t apic_id); /* ... for the CPU with that id */
+const char *apic_timer_mode(void);           /* "tsc-deadline" or "oneshot" */
+void apic_timer_init(int vector);            /* BSP: calibrates the one-shot mode */
+void apic_timer_local_init(void);            /* this CPU's timer LVT, after apic_timer_init */
+void apic_timer_arm(uint64_t deadline_ns);   /* clock_ns() time; replaces any earlier */
 void apic_timer_cancel(void);
 /* smp.c's: an application processor's own LAPIC (the BSP's mode, LINT0
  * masked, timer masked); INIT, STARTUP (SIPI, vector = the trampoline's
@@ -136,8 +140,8 @@ uint64_t halt_until(uint64_t deadline_ns);
  * the platform takes interrupts only inside a window halt.c must open
  * first (kvm_pvm native); true there: no halt, returns 0. */
 uint64_t halt_until_idle(uint64_t deadline_ns, bool (*busy)(void *), void *arg);
-const struct halt_stats *halt_stats(void);
-void halt_let_pending_in(void); /* deliver interrupts already latched, then off again */
+const struct halt_stats *halt_stats(void); /* the calling CPU's */
+void halt_let_pending_in(void);            /* deliver interrupts already latched, then off again */
 
 /* clock.c: TSC-based monotonic clock */
 void clock_init(void);
@@ -244,6 +248,12 @@ void smp_configure(const struct boot_info *bi); /* claims smp=, smp.sipi= */
 void smp_start(void);                           /* after cmdline_finish() */
 unsigned smp_cpus(void);                        /* CPUs running, the BSP included */
 unsigned smp_requested(void);                   /* smp=N as configured (smp_configure() on) */
+/* The calling CPU's index (0 = the BSP; from GS base once smp_start() ran
+ * with smp > 1, else 0), for per-CPU state without locks. */
+unsigned smp_cpu_index(void);
+/* CPU cpu's local APIC id (an MSI's destination); the BSP's for a CPU
+ * that is not running. */
+uint32_t smp_apic_id(unsigned cpu);
 /* Run fn(arg) on application processor cpu (1..smp_cpus()-1); -1 if it is
  * not idle. smp_join() waits at most timeout_ns for it: 0 and *ret, or -1. */
 int smp_run(unsigned cpu, smp_fn fn, void *arg);

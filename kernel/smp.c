@@ -19,6 +19,8 @@
  * and loads with loads (arch.h), so the two ends need compiler barriers
  * only, named below by what they order.
  *
+ * Each CPU's block is also in its GS base (smp_cpu_index()), so irq.c's
+ * counters and halt.c's stats and timer are kept per CPU without a lock.
  * Nothing else on the kernel side is made safe for concurrency: the
  * console, lwIP and the driver's shared state stay the BSP's. What an AP
  * runs must touch only its own data (app=pkt's queue pairs: one per CPU,
@@ -30,6 +32,7 @@
  * interrupt windows (untried). In emulated mode (pvm=off) the APs start
  * through KVM's emulator like the BSP runs, and do (test_smp); TCG too.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include "kernel/arch.h"
@@ -46,6 +49,7 @@
 #define SMP_AP_WAIT_MS  1000 /* an AP not up by then is an error */
 #define INIT_DELAY_US   10000
 #define SIPI_DELAY_US   200
+#define MSR_GS_BASE     0xc0000101
 
 /* smp_tramp.S's parameter block, at smp_tramp_params in the copy. */
 struct smp_tramp_params {
@@ -66,6 +70,29 @@ static struct smp_cpu cpus[SMP_MAX];
 static unsigned nmadt = 1, nwanted = 1, nrunning = 1;
 static uint64_t tramp_page; /* 0: none found */
 static bool send_sipi = true;
+static bool percpu_on; /* GS base holds each CPU's block (smp_start()) */
+
+/* This CPU's block in GS base: one MSR write per CPU, after its GDT load
+ * (loading GS clears the base). Read back with a %gs-relative load. */
+static void percpu_set(struct smp_cpu *c)
+{
+	wrmsr(MSR_GS_BASE, (uintptr_t)c);
+}
+
+unsigned smp_cpu_index(void)
+{
+	unsigned i;
+
+	if (!percpu_on)
+		return 0;
+	__asm__ volatile("movl %%gs:%c1, %0" : "=r"(i) : "i"(offsetof(struct smp_cpu, index)));
+	return i;
+}
+
+uint32_t smp_apic_id(unsigned cpu)
+{
+	return cpu < nrunning ? cpus[cpu].apic_id : cpus[0].apic_id;
+}
 
 static uint32_t bsp_initial_apic_id(void)
 {
@@ -162,6 +189,7 @@ static void ap_main(struct smp_cpu *c)
 	uint32_t seen = 0;
 
 	cpu_ap_init();
+	percpu_set(c);
 	trap_load();
 	apic_ap_init();
 	c->apic_id_seen = apic_id();
@@ -262,6 +290,9 @@ void smp_start(void)
 		kernel_error("smp", "%s", err);
 	cpus[0].index = 0;
 	cpus[0].up = 1;
+	percpu_set(&cpus[0]);
+	/* Each AP sets its own GS base before it takes an interrupt. */
+	percpu_on = true;
 	tramp_install();
 	for (unsigned i = 1; i < nwanted; i++) {
 		struct smp_cpu *c = &cpus[i];

@@ -296,7 +296,7 @@ struct vnet *net_open(void)
 
 struct vnet *net_open_mq(unsigned pairs)
 {
-	char err[160];
+	char err[256];
 	vn = vnet_open_mq(pairs, err, sizeof(err));
 	if (!vn)
 		kernel_error("virtio-net", "%s", err);

@@ -36,6 +36,8 @@ PACKED = "base-every-ei1-eager-inline-zc1-packed"
 POLL = "base-every-ei1-eager-inline-zc1"
 MQ = "drivers/virtio/vnet_mq.c"
 RSS = "drivers/virtio/vnet_rss.c"
+IRQ = "drivers/virtio/virtio_irq.c"
+HALT = "base-every-ei1-eager-inline-zc1-idle_halt"
 MUTANTS = [
     # Barrier B under an emulator (virtq_set_sync()): the TX stall.
     ("kick_prepare trusts a no without the register read", "drivers/virtio/virtq.c",
@@ -418,8 +420,8 @@ MUTANTS = [
     ("inst: the total leaves out the echo's connections",
      "net/inst_table.c", "\t\tsum->conns += totals[k].conns;\n", "", ["inst_table"]),
     # Issue 26: multiqueue (vnet_mq.c, virtio 1.2 5.1.6.5.5) against the
-    # two-pair simulated device (tests/unit/test_vnet_mq.c; IDLE=poll
-    # variants only, the others refuse mq > 1).
+    # two-pair simulated device (tests/unit/test_vnet_mq.c, in every
+    # variant).
     ("mq: control queue at 2 x max_virtqueue_pairs - 1 (transmitq2's index)", MQ,
      "&ctrlq, (uint16_t)(2u * vn->max_pairs),", "&ctrlq, (uint16_t)(2u * vn->max_pairs - 1),",
      [POLL, PACKED]),
@@ -459,6 +461,31 @@ MUTANTS = [
     ("mq: the wait for the control queue's ack is unbounded", MQ,
      "if (clock_ns() - t0 > CTRL_WAIT_NS) {", "if (clock_ns() - t0 > CTRL_WAIT_NS && 0) {",
      [POLL]),
+    # Issue 26: an MSI-X vector per queue, aimed at the CPU that polls its
+    # pair (drivers/virtio/virtio_irq.c's layout, virtio_pci.c's
+    # queue_msix_vector, vnet.c's plan and per-pair counters).
+    ("msix: every pair's queues aimed at CPU 0", "drivers/virtio/vnet.c",
+     "plan.dest[q] = smp_apic_id(q / 2);", "plan.dest[q] = smp_apic_id(0);", [HALT]),
+    ("msix: queue q's entry aimed at the config CPU", IRQ,
+     "l->entry_dest[1 + q] = p->dest[q];", "l->entry_dest[1 + q] = p->cfg_dest;", ["virtio_pci"]),
+    ("msix: a short table puts two CPUs' queues on one entry", IRQ,
+     'if (virtio_irq_single_line(p, "a single MSI-X entry", err, errlen) == 0) {', "if (1) {",
+     ["virtio_pci"]),
+    ("msix: queue_msix_vector not read back (a NO_VECTOR refusal goes unseen)", "drivers/virtio/virtio_pci.c",
+     "if (mmio_read16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_MSIX)) != want) {", "if (0) {",
+     ["virtio_pci"]),
+    ("msix: the control queue gets a vector, not NO_VECTOR", "drivers/virtio/virtio_pci.c",
+     "uint16_t want = qidx < vp->msix_queues ?", "uint16_t want = qidx <= vp->msix_queues ?",
+     ["virtio_pci"]),
+    ("msix: virtio-mmio's one line taken for queues on two CPUs", "drivers/virtio/virtio_mmio.c",
+     "if (virtio_irq_single_line(plan, \"virtio-mmio's one", "if (0 && virtio_irq_single_line(plan, \"virtio-mmio's one",
+     ["virtio_mmio"]),
+    ("msix: every pair reports pair 0's RX interrupts", "drivers/virtio/vnet.c",
+     "rx->irqs = virtio_dev_irqs(&vn->vd)[vnet_irq_slot(vn, VNET_RXQ)];",
+     "rx->irqs = virtio_dev_irqs(&vn->vd)[1 + VNET_RXQ];", [HALT]),
+    ("msix: every pair reports the config interrupts", "drivers/virtio/vnet_idle.c",
+     "s->irq_cfg = vn->qp == 0 ? virtio_dev_irqs(&vn->vd)[0] : 0;",
+     "s->irq_cfg = virtio_dev_irqs(&vn->vd)[0];", [HALT]),
 ]
 
 

@@ -49,9 +49,10 @@ int virtio_dev_cfg_read(struct virtio_dev *vd, uint32_t off, void *buf, uint32_t
 	return vd->ops->cfg_read(vd->t, off, buf, len);
 }
 
-int virtio_dev_irq_setup(struct virtio_dev *vd, char *err, size_t errlen)
+int virtio_dev_irq_setup(struct virtio_dev *vd, const struct virtio_irq_plan *plan, char *err,
+                         size_t errlen)
 {
-	return vd->ops->irq_setup(vd->t, err, errlen);
+	return vd->ops->irq_setup(vd->t, plan, err, errlen);
 }
 
 const char *virtio_dev_irq_mode_name(const struct virtio_dev *vd)

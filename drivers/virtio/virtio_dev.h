@@ -29,7 +29,7 @@ struct virtio_transport_ops {
 	void (*set_features)(void *t, uint64_t features);
 	uint16_t (*num_queues)(void *t);
 	int (*cfg_read)(void *t, uint32_t off, void *buf, uint32_t len);
-	int (*irq_setup)(void *t, char *err, size_t errlen);
+	int (*irq_setup)(void *t, const struct virtio_irq_plan *plan, char *err, size_t errlen);
 	const char *(*irq_mode_name)(const void *t);
 	int (*queue_setup)(void *t, struct virtq *vq, uint16_t qidx, bool event_idx, char *err,
 	                   size_t errlen);
@@ -70,9 +70,10 @@ extern const struct virtio_transport_ops virtio_mmio_ops;
 	{                                                                                          \
 		return NAME##_cfg_read((T *)t, off, buf, len);                                     \
 	}                                                                                          \
-	static int NAME##_op_irq_setup(void *t, char *err, size_t errlen)                          \
+	static int NAME##_op_irq_setup(void *t, const struct virtio_irq_plan *p, char *err,        \
+	                               size_t errlen)                                              \
 	{                                                                                          \
-		return NAME##_irq_setup((T *)t, err, errlen);                                      \
+		return NAME##_irq_setup((T *)t, p, err, errlen);                                   \
 	}                                                                                          \
 	static const char *NAME##_op_irq_mode_name(const void *t)                                  \
 	{                                                                                          \
@@ -99,8 +100,8 @@ extern const struct virtio_transport_ops virtio_mmio_ops;
 
 /* Interrupt counters, the same slots on both transports: [0] config
  * changes, [1 + q] used buffers of queue q (INTx and the MMIO line count
- * all queues in [1]), [VIRTIO_PCI_IRQ_QUEUES + 1] interrupts with nothing
- * to say. */
+ * all queues in [1]; a shared MSI-X entry in its first queue's slot),
+ * [VIRTIO_PCI_IRQ_QUEUES + 1] interrupts with nothing to say. */
 #define VIRTIO_DEV_IRQ_SLOTS VIRTIO_PCI_IRQ_SLOTS
 
 /* Points into itself once probed: not to be copied after virtio_dev_probe(). */
@@ -128,7 +129,9 @@ uint64_t virtio_dev_device_features(struct virtio_dev *vd);
 void virtio_dev_set_features(struct virtio_dev *vd, uint64_t features);
 uint16_t virtio_dev_num_queues(struct virtio_dev *vd);
 int virtio_dev_cfg_read(struct virtio_dev *vd, uint32_t off, void *buf, uint32_t len);
-int virtio_dev_irq_setup(struct virtio_dev *vd, char *err, size_t errlen);
+/* Interrupts for the plan's queues, each to its CPU (virtio_irq.h). */
+int virtio_dev_irq_setup(struct virtio_dev *vd, const struct virtio_irq_plan *plan, char *err,
+                         size_t errlen);
 const char *virtio_dev_irq_mode_name(const struct virtio_dev *vd);
 int virtio_dev_queue_setup(struct virtio_dev *vd, struct virtq *vq, uint16_t qidx, bool event_idx,
                            char *err, size_t errlen);

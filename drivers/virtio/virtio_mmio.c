@@ -190,11 +190,15 @@ static void virtio_mmio_irq(void *arg)
 		vm->irqs[VIRTIO_PCI_IRQ_QUEUES + 1]++;
 }
 
-int virtio_mmio_irq_setup(struct virtio_mmio *vm, char *err, size_t errlen)
+/* One line (4.2.2), routed to the BSP: every queue must be polled there. */
+int virtio_mmio_irq_setup(struct virtio_mmio *vm, const struct virtio_irq_plan *plan, char *err,
+                          size_t errlen)
 {
 	const struct mmio_dev *w = vm->win;
 	unsigned gsi = w->irq;
 
+	if (virtio_irq_single_line(plan, "virtio-mmio's one interrupt line", err, errlen))
+		return -1;
 	if (irq_init(err, errlen))
 		return -1;
 	/* An I/O APIC the MADT lists for the GSI (microvm with acpi=on: GSIs

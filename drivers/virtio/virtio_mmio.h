@@ -43,7 +43,8 @@ int virtio_mmio_cfg_read(struct virtio_mmio *vm, uint32_t off, void *buf, uint32
  * one), with the DSDT's trigger mode and polarity; else a GSI below 16
  * through the 8259 PIC (microvm,acpi=off: GSIs 5-12, no ACPI tables); any
  * other GSI is refused with the reason. */
-int virtio_mmio_irq_setup(struct virtio_mmio *vm, char *err, size_t errlen);
+int virtio_mmio_irq_setup(struct virtio_mmio *vm, const struct virtio_irq_plan *plan, char *err,
+                          size_t errlen);
 const char *virtio_mmio_irq_mode_name(const struct virtio_mmio *vm); /* "line" or "none" */
 int virtio_mmio_queue_setup(struct virtio_mmio *vm, struct virtq *vq, uint16_t qidx, bool event_idx,
                             char *err, size_t errlen);

@@ -292,14 +292,10 @@ static void virtio_pci_msix_config(void *arg)
 	vp->config_changed = true;
 }
 
-static void virtio_pci_msix_rx(void *arg)
+/* A queue entry: arg is its counter slot (only its target CPU bumps it). */
+static void virtio_pci_msix_queue(void *arg)
 {
-	((struct virtio_pci *)arg)->irqs[1]++;
-}
-
-static void virtio_pci_msix_tx(void *arg)
-{
-	((struct virtio_pci *)arg)->irqs[2]++;
+	(*(volatile uint64_t *)arg)++;
 }
 
 /* 4.1.4.5.2: reading the ISR status clears it and de-asserts the line,
@@ -345,14 +341,33 @@ static void virtio_pci_msix_off(const struct pci_dev *d, uint8_t cap, uint16_t c
 	                (uint16_t)(pci_cfg_read16(d, PCI_COMMAND) & ~PCI_CMD_INTX_OFF));
 }
 
-/* MSI-X (PCI 3.0 6.8.2): entry 0 for configuration changes, entry 1 + q
- * for queue q (sharing the last entry if the table is short), each a
- * fixed, edge-triggered interrupt to this CPU. Then 4.1.4.3: the device
- * answers VIRTIO_PCI_NO_VECTOR to a vector it cannot use. */
-static int virtio_pci_msix_setup(struct virtio_pci *vp, char *err, size_t errlen)
+/* Table entry e: its vector's handler, then the message (address with
+ * the destination CPU, data the vector), then unmasked. */
+static int virtio_pci_msix_entry(struct virtio_pci *vp, uintptr_t table, unsigned e)
 {
-	static const irq_fn handlers[] = {virtio_pci_msix_config, virtio_pci_msix_rx,
-	                                  virtio_pci_msix_tx};
+	uint8_t slot = vp->msix.entry_slot[e];
+	int vec = slot == 0 ? irq_alloc(virtio_pci_msix_config, vp)
+	                    : irq_alloc(virtio_pci_msix_queue, (void *)&vp->irqs[slot]);
+	uintptr_t a = table + e * MSIX_ENTRY_SIZE;
+	uint64_t msg = apic_msi_addr_to(vp->msix.entry_dest[e]);
+
+	if (vec < 0)
+		return -1;
+	mmio_write32(a + MSIX_ENTRY_ADDR_LO, (uint32_t)msg);
+	mmio_write32(a + MSIX_ENTRY_ADDR_HI, (uint32_t)(msg >> 32));
+	mmio_write32(a + MSIX_ENTRY_DATA, (uint32_t)vec);
+	mmio_write32(a + MSIX_ENTRY_CTRL, 0); /* unmasked */
+	return 0;
+}
+
+/* MSI-X (PCI 3.0 6.8.2): the table laid out by virtio_msix_layout() (entry
+ * 0 for configuration changes, then per queue, or per CPU when the table
+ * is short), each entry a fixed, edge-triggered interrupt to the CPU that
+ * polls its queues. Then 4.1.4.3: the device answers VIRTIO_PCI_NO_VECTOR
+ * to a vector it cannot use. */
+static int virtio_pci_msix_setup(struct virtio_pci *vp, const struct virtio_irq_plan *plan,
+                                 char *err, size_t errlen)
+{
 	const struct pci_dev *d = vp->pci;
 	uint8_t cap = virtio_pci_find_cap(d, PCI_CAP_ID_MSIX);
 	uint64_t base, size;
@@ -367,7 +382,6 @@ static int virtio_pci_msix_setup(struct virtio_pci *vp, char *err, size_t errlen
 	uint32_t table = pci_cfg_read32(d, cap + MSIX_TABLE);
 	unsigned bir = table & 7;
 	uint32_t off = table & ~7u;
-	unsigned used = entries < 1 + VIRTIO_PCI_IRQ_QUEUES ? entries : 1 + VIRTIO_PCI_IRQ_QUEUES;
 
 	if (bir > 5) {
 		snprintf(err, errlen, "MSI-X table in BAR%u", bir);
@@ -379,24 +393,19 @@ static int virtio_pci_msix_setup(struct virtio_pci *vp, char *err, size_t errlen
 		         (unsigned long)off, entries, bir);
 		return -1;
 	}
+	if (virtio_msix_layout(entries, plan, &vp->msix, err, errlen))
+		return -1;
 	paging_map_mmio(base + off, entries * MSIX_ENTRY_SIZE);
 	uintptr_t t = (uintptr_t)(base + off);
 
 	/* Enabled with the function masked while the entries are written. */
 	pci_cfg_write16(d, cap + MSIX_CTRL, (uint16_t)(ctrl | MSIX_CTRL_ENABLE | MSIX_CTRL_FMASK));
-	for (unsigned i = 0; i < used; i++) {
-		int vec = irq_alloc(handlers[i], vp);
-		uintptr_t e = t + i * MSIX_ENTRY_SIZE;
-
-		if (vec < 0) {
+	for (unsigned i = 0; i < vp->msix.used; i++) {
+		if (virtio_pci_msix_entry(vp, t, i)) {
 			snprintf(err, errlen, "out of interrupt vectors");
 			virtio_pci_msix_off(d, cap, ctrl);
 			return -1;
 		}
-		mmio_write32(e + MSIX_ENTRY_ADDR_LO, (uint32_t)apic_msi_addr());
-		mmio_write32(e + MSIX_ENTRY_ADDR_HI, (uint32_t)(apic_msi_addr() >> 32));
-		mmio_write32(e + MSIX_ENTRY_DATA, (uint32_t)vec);
-		mmio_write32(e + MSIX_ENTRY_CTRL, 0); /* unmasked */
 	}
 	pci_cfg_write16(d, cap + MSIX_CTRL,
 	                (uint16_t)((ctrl | MSIX_CTRL_ENABLE) & ~MSIX_CTRL_FMASK));
@@ -410,24 +419,30 @@ static int virtio_pci_msix_setup(struct virtio_pci *vp, char *err, size_t errlen
 		virtio_pci_msix_off(d, cap, ctrl);
 		return -1;
 	}
-	for (unsigned q = 0; q < VIRTIO_PCI_IRQ_QUEUES; q++)
-		vp->queue_msix[q] = (uint16_t)(1 + q < used ? 1 + q : used - 1);
-	printf("virtio-pci: msix table=bar%u+0x%lx entries=%u used=%u\n", bir, (unsigned long)off,
-	       entries, used);
+	vp->msix_queues = plan->nqueues;
+	printf("virtio-pci: msix table=bar%u+0x%lx entries=%u used=%u queues=%u\n", bir,
+	       (unsigned long)off, entries, vp->msix.used, plan->nqueues);
 	return 0;
 }
 
-int virtio_pci_irq_setup(struct virtio_pci *vp, char *err, size_t errlen)
+int virtio_pci_irq_setup(struct virtio_pci *vp, const struct virtio_irq_plan *plan, char *err,
+                         size_t errlen)
 {
-	char why[96];
+	char why[192];
 
 	if (irq_init(err, errlen))
 		return -1;
-	if (virtio_pci_msix_setup(vp, why, sizeof(why)) == 0) {
+	if (virtio_pci_msix_setup(vp, plan, why, sizeof(why)) == 0) {
 		vp->irq_mode = VIRTIO_PCI_IRQ_MSIX;
 		return 0;
 	}
-	/* 4.1.5.3-ish fallback: the legacy line the firmware routed. */
+	/* 4.1.5.3-ish fallback: the legacy line the firmware routed, which
+	 * reaches the BSP only. */
+	if (virtio_irq_single_line(plan, "the INTx line", err, errlen)) {
+		size_t n = strlen(err);
+		snprintf(err + n, errlen - n, " (no MSI-X: %s)", why);
+		return -1;
+	}
 	uint8_t pin = pci_cfg_read8(vp->pci, PCI_INTERRUPT_PIN);
 	uint8_t line = pci_cfg_read8(vp->pci, PCI_INTERRUPT_LINE);
 	int vec = pin ? irq_alloc_legacy(line, virtio_pci_intx, vp) : -1;
@@ -466,6 +481,23 @@ static void virtio_pci_notify(void *ctx, uint16_t qidx, uint16_t avail_idx)
 static void *virtio_pci_ring_alloc(size_t size, size_t align)
 {
 	return pmm_alloc(size, align);
+}
+
+/* The queue's MSI-X entry from the layout, read back (4.1.4.3: NO_VECTOR
+ * is the device's refusal). A queue beyond the plan (the control queue,
+ * polled with a bounded wait) gets NO_VECTOR: 4.1.5.1.2 lets the driver
+ * unmap a queue's interrupts that way. */
+static int virtio_pci_queue_vector(struct virtio_pci *vp, uint16_t qidx, char *err, size_t errlen)
+{
+	uint16_t want = qidx < vp->msix_queues ? vp->msix.queue_entry[qidx] : VIRTIO_PCI_NO_VECTOR;
+
+	mmio_write16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_MSIX), want);
+	if (mmio_read16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_MSIX)) != want) {
+		snprintf(err, errlen, "queue %u: device refused MSI-X entry %u (NO_VECTOR)", qidx,
+		         want);
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -529,15 +561,8 @@ int virtio_pci_queue_setup(struct virtio_pci *vp, struct virtq *vq, uint16_t qid
 	 * to this vector into queue_msix_vector. Read queue_msix_vector: on
 	 * success, previously written value is returned; on failure,
 	 * NO_VECTOR value is returned." Only the halt policies enable it. */
-	if (vp->irq_mode == VIRTIO_PCI_IRQ_MSIX && qidx < VIRTIO_PCI_IRQ_QUEUES) {
-		mmio_write16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_MSIX), vp->queue_msix[qidx]);
-		if (mmio_read16(virtio_pci_common(vp, VIRTIO_PCI_COMMON_Q_MSIX)) !=
-		    vp->queue_msix[qidx]) {
-			snprintf(err, errlen, "queue %u: device refused MSI-X entry %u (NO_VECTOR)",
-			         qidx, vp->queue_msix[qidx]);
-			return -1;
-		}
-	}
+	if (vp->irq_mode == VIRTIO_PCI_IRQ_MSIX && virtio_pci_queue_vector(vp, qidx, err, errlen))
+		return -1;
 	/* "6. Write physical addresses of the virtqueue's Descriptor Area,
 	 * Driver Area and Device Area to queue_desc, queue_driver and
 	 * queue_device." Identity mapping: pointer == physical address. */

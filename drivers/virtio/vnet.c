@@ -265,10 +265,23 @@ static void vnet_attach_sync(struct vnet *q)
 	}
 }
 
+/* Pair k is polled on CPU k (shared nothing: vnet_queue()), so its two
+ * queues interrupt CPU k; configuration changes go to pair 0's CPU. */
+static int vnet_irq_setup(struct vnet *vn, char *err, size_t errlen)
+{
+	struct virtio_irq_plan plan = {.nqueues = 2 * vn->pairs, .cfg_dest = smp_apic_id(0)};
+
+	for (unsigned q = 0; q < plan.nqueues; q++)
+		plan.dest[q] = smp_apic_id(q / 2);
+	if (virtio_dev_irq_setup(&vn->vd, &plan, err, errlen))
+		return -1;
+	return halt_init(err, errlen);
+}
+
 /* 3.1.1 Driver Requirements: Device Initialization, step by step. */
 static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 {
-	char why[160];
+	char why[256];
 
 	/* "1. Reset the device." */
 	if (virtio_dev_reset(&vn->vd))
@@ -307,8 +320,7 @@ static int vnet_init(struct vnet *vn, char *err, size_t errlen)
 	}
 	/* Interrupts before the queues: step 5 of 4.1.5.1.3 gives each queue
 	 * its MSI-X vector. Only the halt policies want them. */
-	if (!VNET_IS_IDLE_POLL &&
-	    (virtio_dev_irq_setup(&vn->vd, why, sizeof(why)) || halt_init(why, sizeof(why))))
+	if (!VNET_IS_IDLE_POLL && vnet_irq_setup(vn, why, sizeof(why)))
 		return vnet_step_fail(vn, err, errlen, "step 7 (interrupts)", why);
 	if (virtio_dev_queue_setup(&vn->vd, &vn->rxq, VNET_RXQ,
 	                           vn->features & VIRTIO_BIT(VIRTIO_F_EVENT_IDX), why,
@@ -584,8 +596,8 @@ void vnet_counters(const struct vnet *vn, struct vnet_counters *rx, struct vnet_
 	rx->kick_rescues = vn->rxq.stats.kick_rescues;
 	tx->kick_syncs = vn->txq.stats.kick_syncs;
 	tx->kick_rescues = vn->txq.stats.kick_rescues;
-	rx->irqs = virtio_dev_irqs(&vn->vd)[1 + VNET_RXQ];
-	tx->irqs = virtio_dev_irqs(&vn->vd)[1 + VNET_TXQ];
+	rx->irqs = virtio_dev_irqs(&vn->vd)[vnet_irq_slot(vn, VNET_RXQ)];
+	tx->irqs = virtio_dev_irqs(&vn->vd)[vnet_irq_slot(vn, VNET_TXQ)];
 }
 
 const char *vnet_irq_mode(const struct vnet *vn)

@@ -160,7 +160,8 @@ struct vnet *vnet_open(char *err, size_t errlen);
 /* The same with `pairs` queue pairs (VIRTIO_NET_F_MQ, 1..VNET_MQ_MAX; 1 = vnet_open):
  * the first pair's struct vnet; vnet_queue() gives each pair's, which the
  * whole surface below takes like the first one's. Pairs share nothing, so
- * each may be driven from its own CPU. */
+ * each may be driven from its own CPU; under IDLE=halt|adaptive pair k
+ * must be, from CPU k: its interrupts are aimed there (needs pairs CPUs). */
 struct vnet *vnet_open_mq(unsigned pairs, char *err, size_t errlen);
 unsigned vnet_queue_pairs(const struct vnet *vn);
 /* Receive-side scaling (VIRTIO_NET_F_RSS, vnet_rss.c): with mq > 1 on a

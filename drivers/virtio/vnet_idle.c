@@ -53,12 +53,16 @@ static bool vnet_idle_tx_waits(const struct vnet *vn)
 	return virtq_num_free(&vn->txq) < VNET_TX_MAX_SEGS + 2;
 }
 
+/* The interrupts that can end this pair's halt: its own queues', and on
+ * pair 0 (which owns the device-wide ones) config and the rest. Another
+ * pair's interrupts reach another CPU. */
 static uint64_t vnet_idle_irqs(const struct vnet *vn)
 {
-	uint64_t n = 0;
+	const volatile uint64_t *irqs = virtio_dev_irqs(&vn->vd);
+	uint64_t n = irqs[vnet_irq_slot(vn, VNET_RXQ)] + irqs[vnet_irq_slot(vn, VNET_TXQ)];
 
-	for (unsigned i = 0; i < VIRTIO_DEV_IRQ_SLOTS; i++)
-		n += virtio_dev_irqs(&vn->vd)[i];
+	if (vn->qp == 0)
+		n += irqs[0] + irqs[VIRTIO_PCI_IRQ_QUEUES + 1];
 	return n;
 }
 
@@ -230,10 +234,13 @@ void vnet_idle_counters(const struct vnet *vn, struct vnet_idle_stats *s)
 {
 	*s = vn->idle;
 	s->dev_syncs = vn->rxq.stats.syncs + vn->txq.stats.syncs;
-	s->irq_cfg = virtio_dev_irqs(&vn->vd)[0];
-	s->irq_other = virtio_dev_irqs(&vn->vd)[VIRTIO_PCI_IRQ_QUEUES + 1];
+	/* Pair k's own: config and the transport's "nothing to say" count
+	 * are pair 0's (it owns the device), unexpected and spurious ones
+	 * CPU k's, the CPU that polls pair k. */
+	s->irq_cfg = vn->qp == 0 ? virtio_dev_irqs(&vn->vd)[0] : 0;
+	s->irq_other = vn->qp == 0 ? virtio_dev_irqs(&vn->vd)[VIRTIO_PCI_IRQ_QUEUES + 1] : 0;
 	if (!VNET_IS_IDLE_POLL)
-		s->irq_other += irq_unexpected() + irq_spurious();
+		s->irq_other += irq_unexpected(vn->qp) + irq_spurious(vn->qp);
 }
 
 void vnet_idle_print(const struct vnet *vn)
@@ -245,14 +252,15 @@ void vnet_idle_print(const struct vnet *vn)
 	       "\"halts\":%llu,\"halted_us\":%llu,\"timer_wakes\":%llu,\"lost_wakeups\":%llu,"
 	       "\"arm_races\":%llu,\"dev_syncs\":%llu,\"coal_halts\":%llu,\"coal_timeouts\":%llu,"
 	       "\"coal_k\":%u,"
-	       "\"irqs_rx\":%llu,\"irqs_tx\":%llu,\"irqs_cfg\":%llu,\"irqs_other\":%llu}\n",
+	       "\"irqs_rx\":%llu,\"irqs_tx\":%llu,\"irqs_cfg\":%llu,\"irqs_other\":%llu,"
+	       "\"queue\":%u}\n",
 	       vnet_idle_policy(), vnet_irq_mode(vn), (unsigned long long)s.polls,
 	       (unsigned long long)s.idle_polls, (unsigned long long)s.halts,
 	       (unsigned long long)(s.halted_ns / 1000), (unsigned long long)s.timer_wakes,
 	       (unsigned long long)s.lost_wakeups, (unsigned long long)s.arm_races,
 	       (unsigned long long)s.dev_syncs, (unsigned long long)s.coal_halts,
 	       (unsigned long long)s.coal_timeouts, (unsigned)s.coal_k,
-	       (unsigned long long)virtio_dev_irqs(&vn->vd)[1 + VNET_RXQ],
-	       (unsigned long long)virtio_dev_irqs(&vn->vd)[1 + VNET_TXQ],
-	       (unsigned long long)s.irq_cfg, (unsigned long long)s.irq_other);
+	       (unsigned long long)virtio_dev_irqs(&vn->vd)[vnet_irq_slot(vn, VNET_RXQ)],
+	       (unsigned long long)virtio_dev_irqs(&vn->vd)[vnet_irq_slot(vn, VNET_TXQ)],
+	       (unsigned long long)s.irq_cfg, (unsigned long long)s.irq_other, vn->qp);
 }

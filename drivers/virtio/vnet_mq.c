@@ -42,13 +42,6 @@ int vnet_mq_check(struct vnet *vn, char *err, size_t errlen)
 	vn->max_pairs = 1;
 	if (vn->pairs == 1)
 		return 0;
-	if (!VNET_IS_IDLE_POLL) {
-		snprintf(err, errlen,
-		         "mq=%u needs IDLE=poll: interrupts (a vector per queue) are set up for "
-		         "the first pair only",
-		         vn->pairs);
-		return -1;
-	}
 	if ((vn->features & need) != need) {
 		snprintf(err, errlen,
 		         "mq=%u needs VIRTIO_NET_F_MQ and CTRL_VQ; device offers 0x%llx (QEMU: "
@@ -72,6 +65,13 @@ int vnet_mq_check(struct vnet *vn, char *err, size_t errlen)
 		         "device has max_virtqueue_pairs=%u: its control queue %u is beyond the "
 		         "%u queues this driver sets up",
 		         max, 2u * max, VIRTIO_PCI_MAX_QUEUES);
+		return -1;
+	}
+	/* The halt policies aim pair k's interrupts at CPU k (vnet.c). */
+	if (!VNET_IS_IDLE_POLL && vn->pairs > smp_cpus()) {
+		snprintf(err, errlen,
+		         "mq=%u with IDLE=%s needs a CPU per pair for its interrupts; %u running",
+		         vn->pairs, vnet_idle_policy(), smp_cpus());
 		return -1;
 	}
 	vn->max_pairs = max;

@@ -119,6 +119,13 @@ static inline void vnet_trace(struct vnet *vn, char ev)
 	}
 }
 
+/* This pair's interrupt counter for its receiveq (VNET_RXQ) or transmitq
+ * (VNET_TXQ): virtio_dev.h's slot 1 + queue index. */
+static inline unsigned vnet_irq_slot(const struct vnet *vn, unsigned which)
+{
+	return 1 + 2 * vn->qp + which;
+}
+
 /* vnet.c */
 void vnet_fail(struct vnet *vn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void vnet_status_check(struct vnet *vn); /* device status + link now */

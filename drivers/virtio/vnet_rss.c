@@ -18,8 +18,8 @@
 #include "drivers/virtio/virtio.h"
 
 #define RSS_TABLE_MAX 128 /* entries we use at most: a power of two */
-#define RSS_HASH_TYPES                                                                         \
-	(VIRTIO_NET_RSS_HASH_TYPE_IPv4 | VIRTIO_NET_RSS_HASH_TYPE_TCPv4 |                      \
+#define RSS_HASH_TYPES                                                                             \
+	(VIRTIO_NET_RSS_HASH_TYPE_IPv4 | VIRTIO_NET_RSS_HASH_TYPE_TCPv4 |                          \
 	 VIRTIO_NET_RSS_HASH_TYPE_UDPv4)
 
 /* The key of Microsoft's RSS verification suite: any 40 bytes would do;
@@ -42,7 +42,8 @@ static struct {
 uint32_t vnet_toeplitz(const uint8_t *key, size_t keylen, const uint8_t *in, size_t n)
 {
 	uint32_t h = 0;
-	uint32_t win = (uint32_t)key[0] << 24 | (uint32_t)key[1] << 16 | (uint32_t)key[2] << 8 | key[3];
+	uint32_t win =
+	    (uint32_t)key[0] << 24 | (uint32_t)key[1] << 16 | (uint32_t)key[2] << 8 | key[3];
 
 	for (size_t i = 0; i < n; i++)
 		for (int b = 7; b >= 0; b--) {
@@ -104,9 +105,9 @@ size_t vnet_rss_config(uint8_t *buf)
 
 	if (!rss.on)
 		return 0;
-	memcpy(p, &rss.hash_types, 4); /* le32 */
+	memcpy(p, &rss.hash_types, 4);             /* le32 */
 	p = put16(p + 4, (uint16_t)(rss.len - 1)); /* indirection_table_mask */
-	p = put16(p, 0);                          /* unclassified_queue: ARP & co. */
+	p = put16(p, 0);                           /* unclassified_queue: ARP & co. */
 	for (unsigned i = 0; i < rss.len; i++)
 		p = put16(p, rss.table[i]);
 	p = put16(p, (uint16_t)rss.pairs); /* max_tx_vq */

@@ -483,8 +483,9 @@ class Matrix:
                              "only: use machine pc or q35")
         if any(v != "poll" and "IDLE=" + v in self.variant_vars.get(x, "")
                for x in self.variants for v in ("halt", "adaptive")):
-            raise BenchError(f"queues={q}: a variant with IDLE=halt or IDLE=adaptive halts with interrupts for the "
-                             "first pair only, so the appliance refuses mq>1 there (docs/multiqueue.md): use IDLE=poll")
+            raise BenchError(f"queues={q}: a variant with IDLE=halt or IDLE=adaptive: the appliance takes mq>1 there "
+                             "(an MSI-X vector per queue, docs/multiqueue.md), but the queues axis has not been run "
+                             "with one (its vhost-user NIC has vectors=0): use IDLE=poll")
         if "kvm" in self.accels or "auto" in self.accels:
             if software_kvm():
                 raise BenchError(

@@ -13,10 +13,12 @@ import sys
 import tempfile
 import time
 
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, netpeer, ping, wait_listening
+from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, linked_kernel, netpeer, ping, wait_listening
 
 PEER = [sys.executable, os.path.join(TOP, "tests", "tools", "pktpeer.py")]
 MQ_TAP = "vnlmqtap0"
+HALT = "base-every-ei1-eager-inline-zc1-idle_halt"
+ADAPTIVE = "base-every-ei1-eager-inline-zc1-idle_adaptive"
 
 
 def json_lines(g, prefix):
@@ -37,14 +39,15 @@ def mq_tap(ns, address=False):
     return MQ_TAP
 
 
-def mq_echo(t, boot="pvh", machine="pc", conns=16, nbytes=256 << 10):
+def mq_echo(t, boot="pvh", machine="pc", conns=16, nbytes=256 << 10, kernel=None):
     """app=echo mq=2 smp=2 on a multi_queue tap: `conns` TCP connections at
     once through the echo and back, SHA-256 checked by the host, then a
     ping and a stop; returns the guest and the integrity result."""
     append = f"app=echo ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap echo.seconds=240 mq=2 smp=2"
     with t.netns() as ns:
         tap = mq_tap(ns, address=True)
-        kw = dict(net=f"tap:{tap}", ns=ns, timeout=300, queues=2, extra=("-smp", "2"), machine=machine)
+        kw = dict(net=f"tap:{tap}", ns=ns, timeout=300, queues=2, extra=("-smp", "2"), machine=machine,
+                  kernel=kernel)
         if boot == "efi":
             d = tempfile.mkdtemp(prefix="vnetlab-mq-")
             t.cleanups.append(lambda: shutil.rmtree(d, ignore_errors=True))
@@ -114,6 +117,50 @@ def test_mq_echo_microvm(t):
     """The same on the PCI-less microvm: virtio-mmio's queue pairs, the
     APs from microvm's MADT, both copies on their own queue."""
     mq_echo(t, machine="microvm", nbytes=64 << 10)
+
+
+def test_mq_halt_vector_per_queue(t):
+    """IDLE=halt and IDLE=adaptive, app=echo mq=2 smp=2 on virtio-pci: each
+    queue has an MSI-X entry aimed at the vCPU that polls its pair, so
+    pair k halts on vCPU k and wakes on its own queue's interrupt and on
+    vCPU k's LAPIC timer. Both pairs served connections (tcp-integrity as
+    above), and each pair's IDLE line (`"queue":k`) shows halts, its own RX
+    interrupts, timer wake-ups (vCPU k's timer works) and halts ended by
+    something other than the timer (on vCPU 1 only pair 1's vector can do
+    that: were its entry aimed at vCPU 0, every halt there would end on
+    the timer), and no lost wake-up."""
+    for name in (HALT, ADAPTIVE):
+        g, integ = mq_echo(t, kernel=linked_kernel(name), nbytes=128 << 10)
+        g.expect(r"^virtio-pci: msix table=\S+ entries=\d+ used=5 queues=4$")
+        idle = {i["queue"]: i for i in json_lines(g, "IDLE")}
+        if sorted(idle) != [0, 1]:
+            raise Fail(f"{name}: expected an IDLE line for queue 0 and queue 1: {idle}")
+        for q, i in idle.items():
+            if i["irq_mode"] != "msix" or not i["halts"] or not i["irqs_rx"] or not i["timer_wakes"] or \
+                    i["halts"] <= i["timer_wakes"] or i["lost_wakeups"]:
+                raise Fail(f"{name} queue {q}: expected MSI-X, halts, its own RX interrupts, timer wake-ups, "
+                           f"halts not ended by the timer and no lost wake-up: {i}\n{g.tail(20)}")
+        if idle[1]["irqs_cfg"]:
+            raise Fail(f"{name}: queue 1 counts config interrupts, which are pair 0's: {idle[1]}")
+        print(f"    {name} mq=2: halts {[idle[q]['halts'] for q in (0, 1)]}, timer wakes "
+              f"{[idle[q]['timer_wakes'] for q in (0, 1)]}, RX interrupts {[idle[q]['irqs_rx'] for q in (0, 1)]} "
+              f"(TCG, tap, {integ['mbps']} Mbit/s)")
+
+
+def test_mq_halt_on_virtio_mmio_refused(t):
+    """virtio-mmio (microvm) has one interrupt line, routed to the BSP: an
+    IDLE=halt build with mq=2 smp=2 there is an ERROR naming it, at once,
+    not a pair that halts with no interrupt to wake it."""
+    with t.netns() as ns:
+        tap = mq_tap(ns)
+        t0 = time.monotonic()
+        g = t.boot(append="app=pkt backend=tap pkt.mode=txonly pkt.count=10 mq=2 smp=2", net=f"tap:{tap}", ns=ns,
+                   extra=("-smp", "2"), timeout=60, queues=2, machine="microvm", kernel=linked_kernel(HALT))
+    g.expect(r"^ERROR \{.*step 7 \(interrupts\): queue 2 is polled on APIC id 1, virtio-mmio's one "
+             r"interrupt line reaches APIC id 0 only: mq>1 with IDLE=halt\|adaptive needs MSI-X")
+    g.expect_not(r"^RESULT ")
+    if g.status in (0, None) or time.monotonic() - t0 > 50:
+        raise Fail(f"expected a prompt non-zero status, got {g.status} after {time.monotonic() - t0:.0f} s")
 
 
 def test_mq_txonly_two_queues_counted_per_queue(t):

@@ -165,19 +165,39 @@ int irq_alloc_gsi(uint32_t gsi, bool level, bool active_low, irq_fn fn, void *ar
 	return shim_next_vec++;
 }
 
-uint64_t irq_unexpected(void)
+uint64_t irq_unexpected(unsigned cpu)
 {
+	(void)cpu;
 	return 0;
 }
 
-uint64_t irq_spurious(void)
+uint64_t irq_spurious(unsigned cpu)
 {
+	(void)cpu;
 	return 0;
+}
+
+uint64_t apic_msi_addr_to(uint32_t apic_id)
+{
+	return 0xfee00000ull | (uint64_t)(apic_id & 0xff) << 12;
 }
 
 uint64_t apic_msi_addr(void)
 {
-	return 0xfee00000ull;
+	return apic_msi_addr_to(SHIM_APIC_ID(0));
+}
+
+/* kernel/smp.c: shim_cpus CPUs running, CPU k with APIC id SHIM_APIC_ID(k). */
+unsigned shim_cpus = 1;
+
+unsigned smp_cpus(void)
+{
+	return shim_cpus;
+}
+
+uint32_t smp_apic_id(unsigned cpu)
+{
+	return SHIM_APIC_ID(cpu < shim_cpus ? cpu : 0);
 }
 
 void halt_let_pending_in(void)

@@ -29,6 +29,10 @@ struct shim_gsi {
 extern struct shim_gsi shim_gsi_last;
 /* irq_alloc() succeeds this many more times, then fails (-1: never fails). */
 extern int shim_irq_alloc_left;
+/* kernel/smp.c: CPUs running (smp_cpus(), 1 unless a test says more) and
+ * CPU k's APIC id, distinct from k so a mix-up shows. */
+extern unsigned shim_cpus;
+#define SHIM_APIC_ID(k) (0x20u + 3u * (k))
 void *shim_alloc(size_t size, size_t align);
 void shim_reset(void);
 

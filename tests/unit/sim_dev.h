@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "drivers/virtio/virtio_irq.h"
 #include "drivers/virtio/virtq.h"
 
 #define SIM_FRAME_MAX (12 + 65536) /* a TSO frame with its header */
@@ -146,6 +147,10 @@ struct sim_dev {
 	uint8_t ctrl_class, ctrl_cmd, ctrl_data[320]; /* RSS_CONFIG's is the longest */
 	uint32_t ctrl_len;
 	uint16_t mq_pairs;
+	/* The driver's interrupt plan (sim_pci.c irq_setup): which CPU each
+	 * queue's interrupt is to reach. */
+	struct virtio_irq_plan irq_plan;
+	unsigned irq_setups;
 	unsigned driver_errors; /* rule breaks by the driver */
 	char last_error[256];
 };

@@ -95,12 +95,14 @@ static void sim_pci_notify(void *ctx, uint16_t qidx, uint16_t avail_idx)
 
 /* The simulated device interrupts by counting (sim_dev.c decides per
  * 2.7.7.2 / 2.7.10 whether a completion would raise one). */
-static int sim_pci_irq_setup(void *t, char *err, size_t errlen)
+static int sim_pci_irq_setup(void *t, const struct virtio_irq_plan *plan, char *err, size_t errlen)
 {
 	struct virtio_pci *vp = t;
 
 	(void)err;
 	(void)errlen;
+	sim.irq_plan = *plan;
+	sim.irq_setups++;
 	if ((sim.status & (VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK)) !=
 	    VIRTIO_STATUS_FEATURES_OK)
 		sim_driver_error("interrupts set up outside 3.1.1 step 7");

@@ -20,6 +20,7 @@
 int check_failed, check_total;
 struct mmio_access mmio_log[256];
 unsigned mmio_nlog;
+uintptr_t mmio_refuse_addr;
 
 #define WIN_SIZE 0x200
 static uint32_t win[2][WIN_SIZE / 4]; /* two windows */
@@ -89,7 +90,7 @@ static int first_write(uintptr_t a)
 static void test_probe(void)
 {
 	struct virtio_mmio vm;
-	char err[200];
+	char err[256];
 
 	/* An empty window (DeviceID 0) is skipped; the NIC behind the second
 	 * is found. */
@@ -118,7 +119,7 @@ static void test_queue_setup_order(void)
 {
 	struct virtio_mmio vm;
 	struct virtq vq;
-	char err[200];
+	char err[256];
 	uintptr_t b = (uintptr_t)win[0];
 
 	setup(2, 1, 2, 0);
@@ -172,7 +173,7 @@ static void test_notification_data(void)
 {
 	struct virtio_mmio vm;
 	struct virtq vq;
-	char err[200];
+	char err[256];
 
 	setup(2, 1, 2, 0);
 	CHECK_EQ(0, virtio_mmio_probe(&vm, 1, err, sizeof(err)), "probe");
@@ -189,7 +190,7 @@ static void test_notification_data(void)
 static void test_config_widths(void)
 {
 	struct virtio_mmio vm;
-	char err[200];
+	char err[256];
 	uint16_t st;
 	uint8_t mac[6];
 
@@ -210,19 +211,26 @@ static void test_config_widths(void)
 	         "beyond the window refused");
 }
 
+/* The driver's plans (vnet.c): one pair on the BSP; two pairs, pair k's
+ * queues polled on CPU k. */
+static const struct virtio_irq_plan one_pair = {
+    2, SHIM_APIC_ID(0), {SHIM_APIC_ID(0), SHIM_APIC_ID(0)}};
+static const struct virtio_irq_plan two_pairs = {
+    4, SHIM_APIC_ID(0), {SHIM_APIC_ID(0), SHIM_APIC_ID(0), SHIM_APIC_ID(1), SHIM_APIC_ID(1)}};
+
 /* The interrupt a halt build needs: a GSI the I/O APIC has goes there with
  * the trigger mode and polarity the DSDT gave; a legacy line without one
  * goes to the 8259; a GSI neither has is refused, saying why. */
 static void test_irq_routing(void)
 {
 	struct virtio_mmio vm;
-	char err[200];
+	char err[256];
 
 	setup(2, 1, 2, 0);
 	CHECK_EQ(0, virtio_mmio_probe(&vm, 1, err, sizeof(err)), "probe");
 	devs[0].irq = 47; /* microvm, acpi=on: level, active high */
 	shim_gsi_last = (struct shim_gsi){0};
-	CHECK_EQ(0, virtio_mmio_irq_setup(&vm, err, sizeof(err)), "GSI 47 routed");
+	CHECK_EQ(0, virtio_mmio_irq_setup(&vm, &one_pair, err, sizeof(err)), "GSI 47 routed");
 	CHECK(shim_gsi_last.calls == 1 && shim_gsi_last.gsi == 47, "through the I/O APIC");
 	CHECK(shim_gsi_last.level && !shim_gsi_last.active_low, "level, active high as declared");
 	CHECK(!strcmp(virtio_mmio_irq_mode_name(&vm), "line"), "irq mode line");
@@ -233,22 +241,36 @@ static void test_irq_routing(void)
 	devs[0].edge = true;
 	devs[0].active_low = true;
 	shim_gsi_last = (struct shim_gsi){0};
-	CHECK_EQ(0, virtio_mmio_irq_setup(&vm, err, sizeof(err)), "GSI 30 routed");
+	CHECK_EQ(0, virtio_mmio_irq_setup(&vm, &one_pair, err, sizeof(err)), "GSI 30 routed");
 	CHECK(!shim_gsi_last.level && shim_gsi_last.active_low, "edge, active low as declared");
 
 	setup(2, 1, 2, 0);
 	CHECK_EQ(0, virtio_mmio_probe(&vm, 1, err, sizeof(err)), "probe");
 	shim_gsi_last = (struct shim_gsi){0};
-	CHECK_EQ(0, virtio_mmio_irq_setup(&vm, err, sizeof(err)), "line 5 routed");
+	CHECK_EQ(0, virtio_mmio_irq_setup(&vm, &one_pair, err, sizeof(err)), "line 5 routed");
 	CHECK_EQ(0u, shim_gsi_last.calls, "line 5 (no I/O APIC has it): the 8259");
 
 	setup(2, 1, 2, 0);
 	CHECK_EQ(0, virtio_mmio_probe(&vm, 1, err, sizeof(err)), "probe");
 	devs[0].irq = 60;
-	CHECK_EQ(-1, virtio_mmio_irq_setup(&vm, err, sizeof(err)), "GSI 60 refused");
+	CHECK_EQ(-1, virtio_mmio_irq_setup(&vm, &one_pair, err, sizeof(err)), "GSI 60 refused");
 	CHECK(strstr(err, "GSI 60") && strstr(err, "IDLE=poll"),
 	      "the error names the GSI and the way out");
 	printf("     GSI 60: %s\n", err);
+
+	/* Two pairs polled on two CPUs: one line reaches one of them only, so
+	 * the set-up refuses (before it routes anything), naming the queue. */
+	setup(2, 1, 2, 0);
+	CHECK_EQ(0, virtio_mmio_probe(&vm, 1, err, sizeof(err)), "probe");
+	shim_gsi_last = (struct shim_gsi){0};
+	CHECK_EQ(-1, virtio_mmio_irq_setup(&vm, &two_pairs, err, sizeof(err)),
+	         "two pairs on two CPUs refused");
+	CHECK(strstr(err, "queue 2") && strstr(err, "one interrupt line") &&
+	          strstr(err, "IDLE=poll"),
+	      "the error names the queue, the line and the way out");
+	CHECK_EQ(0u, shim_gsi_last.calls, "nothing routed");
+	CHECK(!strcmp(virtio_mmio_irq_mode_name(&vm), "none"), "irq mode none");
+	printf("     two pairs: %s\n", err);
 }
 
 int main(void)

@@ -14,6 +14,7 @@
 int check_failed, check_total;
 struct mmio_access mmio_log[256];
 unsigned mmio_nlog;
+uintptr_t mmio_refuse_addr;
 
 /* The kernel's PCI surface (kernel/pci.c) as one modelled function:
  * configuration space in cfgsp[], BARs in bars[] (their addresses point at
@@ -240,20 +241,34 @@ static void test_cap_first_usable(void)
 	npci = 0;
 }
 
-/* MSI-X capability at 0xe0: table in BAR1, 3 entries. */
+/* The driver's plans (vnet.c): one pair on the BSP; two pairs, pair k's
+ * queues polled on CPU k. */
+#define A0 SHIM_APIC_ID(0)
+#define A1 SHIM_APIC_ID(1)
+static const struct virtio_irq_plan one_pair = {2, A0, {A0, A0}};
+static const struct virtio_irq_plan two_pairs = {4, A0, {A0, A0, A1, A1}};
+
+/* MSI-X capability at 0xe0: table in BAR1, `entries` entries (3 unless
+ * msix_device_n says otherwise). */
 static uint8_t bar1[0x1000] __attribute__((aligned(4096)));
 
-static void msix_device(void)
+static void msix_device_n(unsigned entries)
 {
 	caps_reset();
+	memset(bar1, 0, sizeof(bar1));
 	bars[1] = (typeof(bars[0])){.base = (uintptr_t)bar1, .size = sizeof(bar1), .io = false};
 	cap_link(0xe0, 12);
 	cfgsp[0xe0] = 0x11;
-	cfgsp[0xe0 + 2] = 2; /* table size - 1 */
-	cfgsp[0xe0 + 4] = 1; /* BIR 1, offset 0 */
-	cfgsp[0x3c] = 11;    /* interrupt line */
-	cfgsp[0x3d] = 1;     /* pin INTA */
+	cfgsp[0xe0 + 2] = (uint8_t)(entries - 1); /* table size - 1 */
+	cfgsp[0xe0 + 4] = 1;                      /* BIR 1, offset 0 */
+	cfgsp[0x3c] = 11;                         /* interrupt line */
+	cfgsp[0x3d] = 1;                          /* pin INTA */
 	memset(common, 0, sizeof(common));
+}
+
+static void msix_device(void)
+{
+	msix_device_n(3);
 }
 
 /* irq_alloc() failing part way through the MSI-X set-up must leave MSI-X
@@ -272,7 +287,7 @@ static void test_msix_partial_failure_falls_back_to_intx(void)
 		vp = fake();
 		vp.pci = &fdev;
 		shim_irq_alloc_left = left;
-		int r = virtio_pci_irq_setup(&vp, err, sizeof(err));
+		int r = virtio_pci_irq_setup(&vp, &one_pair, err, sizeof(err));
 		shim_irq_alloc_left = -1;
 		snprintf(what, sizeof(what), "irq_alloc fails after %d: INTx fallback taken", left);
 		CHECK(r == 0 && vp.irq_mode == VIRTIO_PCI_IRQ_INTX, what);
@@ -288,10 +303,132 @@ static void test_msix_partial_failure_falls_back_to_intx(void)
 	msix_device();
 	vp = fake();
 	vp.pci = &fdev;
-	CHECK_EQ(0, virtio_pci_irq_setup(&vp, err, sizeof(err)), "MSI-X set-up");
+	CHECK_EQ(0, virtio_pci_irq_setup(&vp, &one_pair, err, sizeof(err)), "MSI-X set-up");
 	CHECK_EQ(VIRTIO_PCI_IRQ_MSIX, vp.irq_mode, "MSI-X mode");
 	CHECK_EQ(0x8000, pci_cfg_read16(&fdev, 0xe0 + 2) & 0xc000,
 	         "MSI-X enabled, function unmasked");
+	npci = 0;
+}
+
+/* Table entry e's destination APIC id (address bits 19:12) and vector. */
+static unsigned entry_dest(unsigned e)
+{
+	uint32_t lo;
+
+	memcpy(&lo, bar1 + 16 * e, 4);
+	return (lo >> 12) & 0xff;
+}
+
+static unsigned entry_vec(unsigned e)
+{
+	uint32_t d;
+
+	memcpy(&d, bar1 + 16 * e + 8, 4);
+	return d;
+}
+
+/* virtio_msix_layout(): a table big enough gives config entry 0 and one
+ * entry per queue, each aimed at its queue's CPU; a short one one entry
+ * per CPU (its queues share it, counted in the first one's slot); one
+ * entry serves a single CPU only; a table too short for the CPUs, or an
+ * APIC id an MSI cannot address, is refused. */
+static void test_msix_layout(void)
+{
+	struct virtio_msix_layout l;
+	char err[256] = "";
+
+	CHECK_EQ(0, virtio_msix_layout(5, &two_pairs, &l, err, sizeof(err)), "5 entries, 4 queues");
+	CHECK_EQ(5, l.used, "5 used");
+	for (unsigned q = 0; q < 4; q++) {
+		CHECK_EQ(1 + q, l.queue_entry[q], "queue q on entry 1 + q");
+		CHECK_EQ(two_pairs.dest[q], l.entry_dest[1 + q], "entry 1 + q to queue q's CPU");
+		CHECK_EQ(1 + q, l.entry_slot[1 + q], "entry 1 + q counts in slot 1 + q");
+	}
+	CHECK(l.entry_dest[0] == A0 && l.entry_slot[0] == 0, "entry 0: config, to pair 0's CPU");
+
+	CHECK_EQ(0, virtio_msix_layout(3, &two_pairs, &l, err, sizeof(err)), "3 entries, 2 CPUs");
+	CHECK_EQ(3, l.used, "3 used");
+	CHECK(l.queue_entry[0] == 1 && l.queue_entry[1] == 1, "pair 0's queues share entry 1");
+	CHECK(l.queue_entry[2] == 2 && l.queue_entry[3] == 2, "pair 1's queues share entry 2");
+	CHECK(l.entry_dest[1] == A0 && l.entry_dest[2] == A1, "each to its pair's CPU");
+	CHECK(l.entry_slot[1] == 1 && l.entry_slot[2] == 3, "counted in each pair's RX slot");
+
+	CHECK_EQ(-1, virtio_msix_layout(2, &two_pairs, &l, err, sizeof(err)), "2 entries, 2 CPUs");
+	CHECK(strstr(err, "2 entries") != NULL, "the error gives the table size");
+	printf("     2 entries, 2 CPUs: %s\n", err);
+
+	CHECK_EQ(0, virtio_msix_layout(2, &one_pair, &l, err, sizeof(err)), "2 entries, one pair");
+	CHECK(l.used == 2 && l.queue_entry[0] == 1 && l.queue_entry[1] == 1,
+	      "both queues on entry 1");
+	CHECK_EQ(0, virtio_msix_layout(1, &one_pair, &l, err, sizeof(err)), "1 entry, one pair");
+	CHECK(l.used == 1 && l.queue_entry[0] == 0 && l.queue_entry[1] == 0,
+	      "everything on entry 0");
+
+	struct virtio_irq_plan far = two_pairs;
+	far.dest[3] = 256;
+	CHECK_EQ(-1, virtio_msix_layout(5, &far, &l, err, sizeof(err)), "APIC id 256 refused");
+	CHECK(strstr(err, "queue 3") != NULL, "the error names the queue");
+}
+
+/* Two pairs on a 5-entry table: each entry's message goes to its queue's
+ * CPU with a vector of its own; then each queue selects its entry
+ * (4.1.4.3 queue_msix_vector), the control queue NO_VECTOR, and a device
+ * that answers NO_VECTOR is an error naming the queue. */
+static uint8_t notify_area[64];
+
+static int queue(struct virtio_pci *vp, struct virtq *vq, uint16_t q, char *err, size_t errlen)
+{
+	uint16_t size = 8;
+
+	memcpy(common + VIRTIO_PCI_COMMON_Q_SIZE, &size, 2);
+	return virtio_pci_queue_setup(vp, vq, q, false, err, errlen);
+}
+
+static uint16_t queue_msix_written(void)
+{
+	uint16_t v;
+
+	memcpy(&v, common + VIRTIO_PCI_COMMON_Q_MSIX, 2);
+	return v;
+}
+
+static void test_msix_vector_per_queue(void)
+{
+	static struct virtq vq[5];
+	struct virtio_pci vp;
+	char err[256] = "";
+
+	msix_device_n(5);
+	vp = fake();
+	vp.pci = &fdev;
+	vp.notify_base = (uintptr_t)notify_area;
+	vp.notify_len = sizeof(notify_area);
+	CHECK_EQ(0, virtio_pci_irq_setup(&vp, &two_pairs, err, sizeof(err)), "MSI-X, two pairs");
+	CHECK_EQ(VIRTIO_PCI_IRQ_MSIX, vp.irq_mode, "MSI-X mode");
+	CHECK_EQ(5, vp.msix.used, "five entries used");
+	for (unsigned e = 0; e < 5; e++) {
+		CHECK_EQ(e < 3 ? A0 : A1, entry_dest(e), "entry e aimed at its queue's CPU");
+		CHECK(e == 0 || entry_vec(e) != entry_vec(e - 1), "a vector per entry");
+	}
+	for (uint16_t q = 0; q < 5; q++) {
+		CHECK_EQ(0, queue(&vp, &vq[q], q, err, sizeof(err)), "queue set up");
+		CHECK_EQ(q < 4 ? q + 1u : VIRTIO_PCI_NO_VECTOR, queue_msix_written(),
+		         "queue_msix_vector: entry 1 + q; the control queue NO_VECTOR");
+	}
+	mmio_refuse_addr = (uintptr_t)common + VIRTIO_PCI_COMMON_Q_MSIX;
+	CHECK_EQ(-1, queue(&vp, &vq[2], 2, err, sizeof(err)), "NO_VECTOR read back: refused");
+	CHECK(strstr(err, "queue 2: device refused MSI-X entry 3") != NULL, "the error says so");
+	mmio_refuse_addr = 0;
+
+	/* No MSI-X capability: the INTx line reaches the BSP only. */
+	caps_reset();
+	vp = fake();
+	vp.pci = &fdev;
+	cfgsp[0x3d] = 1;
+	CHECK_EQ(-1, virtio_pci_irq_setup(&vp, &two_pairs, err, sizeof(err)), "INTx, two CPUs");
+	CHECK(strstr(err, "the INTx line") && strstr(err, "no MSI-X capability"),
+	      "the error names the line and why there is no MSI-X");
+	printf("     INTx, two pairs: %s\n", err);
 	npci = 0;
 }
 
@@ -302,5 +439,7 @@ int main(void)
 	RUN(test_generation);
 	RUN(test_cap_first_usable);
 	RUN(test_msix_partial_failure_falls_back_to_intx);
+	RUN(test_msix_layout);
+	RUN(test_msix_vector_per_queue);
 	return check_done("test_virtio_pci");
 }

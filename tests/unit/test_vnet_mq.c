@@ -3,8 +3,9 @@
  * 5.1.6.5.5) against a simulated device with two queue pairs
  * (sim_net_mq_reset(): rx0, tx0, rx1, tx1 and the control queue at 4):
  * what is negotiated, where each queue is, the VQ_PAIRS_SET command,
- * frames and counters per pair, and every refusal. mq > 1 needs IDLE=poll,
- * so the other idle variants check only that refusal.
+ * frames and counters per pair, and every refusal; in the halting
+ * variants also where each queue's interrupt goes (pair k's to CPU k's
+ * APIC id) and that each pair counts only its own interrupts.
  */
 #include "tests/unit/vnet_fixture.h"
 
@@ -114,18 +115,67 @@ static void test_mq_one_pair(void)
 	CHECK_EQ(0, sim.driver_errors, "3.1.1 order and ring rules");
 }
 
-/* Not IDLE=poll: interrupts are set up for pair 0 only, so mq=2 is an
- * error that says so (before anything is negotiated). */
-static void test_mq_needs_idle_poll(void)
+/* Not IDLE=poll: pair k's interrupts go to CPU k, so mq=2 needs two
+ * running CPUs, an error that says so (before anything is negotiated). */
+static void test_mq_needs_cpu_per_pair(void)
 {
 	char err[256];
-	struct vnet *v = mq_open(2, 2, SIM_CTRL_OK, err, sizeof(err));
+	struct vnet *v;
 
-	CHECK(v == NULL, "mq=2 refused without IDLE=poll");
-	CHECK(strstr(err, "mq=2 needs IDLE=poll") != NULL, "the error names IDLE=poll");
+	shim_cpus = 1;
+	v = mq_open(2, 2, SIM_CTRL_OK, err, sizeof(err));
+	shim_cpus = 2;
+	CHECK(v == NULL, "mq=2 on one CPU refused");
+	CHECK(strstr(err, "mq=2 with IDLE=") && strstr(err, "needs a CPU per pair"),
+	      "the error names the reason");
 	CHECK(sim.status & VIRTIO_STATUS_FAILED, "FAILED status bit set");
-	CHECK_EQ(0, sim.ctrl_cmds, "no control command");
+	CHECK_EQ(0, sim.irq_setups, "no interrupt set up");
 	printf("     %s -> \"%s\"\n", vnet_idle_policy(), err);
+}
+
+/* The interrupt plan the transport gets: queue q of pair q / 2 to that
+ * pair's CPU (SHIM_APIC_ID(k), not k), config to pair 0's; mq=1 as
+ * before, both queues to the BSP. Then each pair's counters and IDLE
+ * figures come from its own queues' slots. */
+static void test_mq_irq_per_pair(void)
+{
+	char err[256];
+	struct vnet *v = mq_open(2, 1, SIM_CTRL_OK, err, sizeof(err)), *q0, *q1;
+
+	CHECK(v && sim.irq_setups == 1 && sim.irq_plan.nqueues == 2, "mq=1: one plan, 2 queues");
+	CHECK(sim.irq_plan.dest[0] == SHIM_APIC_ID(0) && sim.irq_plan.dest[1] == SHIM_APIC_ID(0),
+	      "mq=1: both queues to the BSP");
+	v = mq_open(2, 2, SIM_CTRL_OK, err, sizeof(err));
+	CHECK(v != NULL, "mq=2 opens on two CPUs");
+	if (!v) {
+		printf("     %s\n", err);
+		return;
+	}
+	CHECK_EQ(1, sim.irq_setups, "one interrupt set-up");
+	CHECK_EQ(4, sim.irq_plan.nqueues, "four queues with interrupts (not the control queue)");
+	CHECK_EQ(SHIM_APIC_ID(0), sim.irq_plan.cfg_dest, "config to pair 0's CPU");
+	for (unsigned q = 0; q < 4; q++)
+		CHECK_EQ(SHIM_APIC_ID(q / 2), sim.irq_plan.dest[q], "queue q to pair q/2's CPU");
+	q0 = vnet_queue(v, 0);
+	q1 = vnet_queue(v, 1);
+	volatile uint64_t *irqs = (volatile uint64_t *)virtio_dev_irqs(&q0->vd);
+	irqs[0] = 1; /* config */
+	irqs[1] = 2; /* queue 0: pair 0 RX */
+	irqs[2] = 3;
+	irqs[3] = 7; /* queue 2: pair 1 RX */
+	irqs[4] = 5;
+	struct vnet_counters rx, tx;
+	struct vnet_idle_stats s;
+	vnet_counters(q0, &rx, &tx);
+	CHECK(rx.irqs == 2 && tx.irqs == 3, "pair 0 counts queues 0 and 1");
+	vnet_counters(q1, &rx, &tx);
+	CHECK(rx.irqs == 7 && tx.irqs == 5, "pair 1 counts queues 2 and 3");
+	vnet_idle_counters(q0, &s);
+	CHECK_EQ(1, s.irq_cfg, "pair 0 has the config interrupts");
+	vnet_idle_counters(q1, &s);
+	CHECK_EQ(0, s.irq_cfg, "pair 1 none");
+	for (unsigned i = 0; i < VIRTIO_DEV_IRQ_SLOTS; i++)
+		irqs[i] = 0;
 }
 
 /* mq=2 on the two-pair device: features, queue indices, VQ_PAIRS_SET(2),
@@ -446,10 +496,11 @@ static void test_rss_unusable(void)
 void test_vnet_mq(void)
 {
 	RUN(test_rss_toeplitz);
+	shim_cpus = 2; /* a CPU per pair, which the halting variants need */
 	RUN(test_mq_one_pair);
 	if (!VNET_IS_IDLE_POLL) {
-		RUN(test_mq_needs_idle_poll);
-		return;
+		RUN(test_mq_needs_cpu_per_pair);
+		RUN(test_mq_irq_per_pair);
 	}
 	RUN(test_mq_bringup);
 	RUN(test_mq_ctrlq_at_max);
@@ -457,4 +508,5 @@ void test_vnet_mq(void)
 	RUN(test_mq_refusals);
 	RUN(test_rss_config);
 	RUN(test_rss_unusable);
+	shim_cpus = 1;
 }

@@ -94,12 +94,12 @@ $(UNIT_DIR)/test_virtq_packed: tests/unit/test_ring_contract.c tests/unit/test_v
 # The transport's config reads, with MMIO accesses traced (mmio_trace.h
 # replaces kernel/arch.h for virtio_pci.c only).
 $(UNIT_DIR)/test_virtio_pci: tests/unit/test_virtio_pci.c drivers/virtio/virtio_pci.c \
-		$(UNIT_SPLIT_OBJS) $(UNIT_DEPS)
+		drivers/virtio/virtio_irq.c $(UNIT_SPLIT_OBJS) $(UNIT_DEPS)
 	@echo "  HOSTCC  $@"
 	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h -c drivers/virtio/virtio_pci.c \
 		-o $(UNIT_DIR)/obj/virtio_pci_traced.o
 	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h tests/unit/test_virtio_pci.c \
-		$(UNIT_DIR)/obj/virtio_pci_traced.o $(UNIT_SPLIT_OBJS) -o $@
+		drivers/virtio/virtio_irq.c $(UNIT_DIR)/obj/virtio_pci_traced.o $(UNIT_SPLIT_OBJS) -o $@
 
 # kernel/pci.c's configuration accesses against a modelled function
 # (cfg_model.h replaces kernel/arch.h: ports and ECAM decoded, STATUS W1C).
@@ -124,16 +124,16 @@ $(UNIT_DIR)/obj/virtio_mmio_traced.o: drivers/virtio/virtio_mmio.c $(UNIT_DEPS)
 	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h -c $< -o $@
 
 $(UNIT_DIR)/test_virtio_mmio: tests/unit/test_virtio_mmio.c $(UNIT_DIR)/obj/virtio_mmio_traced.o \
-		$(UNIT_SPLIT_OBJS) $(UNIT_DEPS)
+		drivers/virtio/virtio_irq.c $(UNIT_SPLIT_OBJS) $(UNIT_DEPS)
 	@echo "  HOSTCC  $@"
 	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h tests/unit/test_virtio_mmio.c \
-		$(UNIT_DIR)/obj/virtio_mmio_traced.o $(UNIT_SPLIT_OBJS) -o $@
+		drivers/virtio/virtio_irq.c $(UNIT_DIR)/obj/virtio_mmio_traced.o $(UNIT_SPLIT_OBJS) -o $@
 
 $(UNIT_DIR)/test_virtio_mmio_packed: tests/unit/test_virtio_mmio.c \
-		$(UNIT_DIR)/obj/virtio_mmio_traced.o $(UNIT_PACKED_OBJS) $(UNIT_DEPS)
+		$(UNIT_DIR)/obj/virtio_mmio_traced.o drivers/virtio/virtio_irq.c $(UNIT_PACKED_OBJS) $(UNIT_DEPS)
 	@echo "  HOSTCC  $@"
 	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/mmio_trace.h tests/unit/test_virtio_mmio.c \
-		$(UNIT_DIR)/obj/virtio_mmio_traced.o $(UNIT_PACKED_OBJS) -o $@
+		drivers/virtio/virtio_irq.c $(UNIT_DIR)/obj/virtio_mmio_traced.o $(UNIT_PACKED_OBJS) -o $@
 
 # app=memcached's protocol parser and store (policy-free; also built by
 # tests/cases/test_memcached.py).
