@@ -286,14 +286,34 @@ def test_mq_rr_server_tcp_over_both_queues(t):
     print(f"    mq=2 tcp_rr server: connections per queue {served}, {tot['tps']:.0f} trans/s in total (TCG, tap)")
 
 
+def mq_client(t, ns, tap, app):
+    """A client app with mq=2 smp=2 against a host peer already listening:
+    runs it to its end and returns the guest, its per-queue RESULTs and
+    the one total, with RSS on and no frame on a queue RSS did not name."""
+    g = t.start(append=f"{app} ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap mq=2 smp=2", net=f"tap:{tap}", ns=ns,
+                timeout=180, queues=2, extra=("-smp", "2"))
+    g.wait()
+    g.expect_ok()
+    g.expect(r"^virtio-net: mq pairs=2 max=2 ctrlq=4 rss=on$")
+    res = json_lines(g, "RESULT")
+    per = {r["queue"]: r for r in res if "queue" in r}
+    tot = [r for r in res if r.get("queues") == 2]
+    if sorted(per) != [0, 1] or len(tot) != 1:
+        raise Fail(f"expected a RESULT from each queue and one total: {res}\n{g.tail(30)}")
+    nf = {n["queue"]: n for n in json_lines(g, "NETIF")}
+    if sorted(nf) != [0, 1] or any(n["rss_misses"] for n in nf.values()):
+        raise Fail(f"expected every frame on the queue RSS names: {nf}")
+    return g, per, tot[0]
+
+
 def test_mq_rr_client_over_both_queues(t):
     """app=rr (client) mq=2 smp=2 against a stock sockperf server, TCP and
-    UDP: copy k opens its share of rr.instances=4 from its own slice of
-    local ports and sends on pair k, and tun answers each flow on the queue
-    it came from. Both copies measure replies (a reply on the other queue
-    would reach a copy without that connection: a RST or a drop, then this
-    copy's no-reply ERROR; the same local port in both copies would make
-    two connections one 4-tuple), and the total (`"queues":2`) sums them."""
+    UDP: copy k opens its share of rr.instances=4 from local ports whose
+    replies RSS puts on queue k, and sends on pair k. Both copies measure
+    replies (a reply on the other queue would reach a copy without that
+    connection: a RST or a drop, then this copy's no-reply ERROR; the same
+    local port in both copies would make two connections one 4-tuple), and
+    the total (`"queues":2`) sums them."""
     for proto in ("tcp", "udp"):
         with t.netns() as ns:
             tap = mq_tap(ns, address=True)
@@ -306,31 +326,19 @@ def test_mq_rr_client_over_both_queues(t):
             ns.popen(["sockperf", "server", "-f", feed, "-F", "epoll"],
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             wait_listening(ns, proto, 11111)
-            g = t.start(append=f"app=rr rr.proto={proto} rr.peer={NS_HOST_IP} rr.instances=4 rr.seconds=3 "
-                               f"rr.warmup=1 ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap mq=2 smp=2",
-                        net=f"tap:{tap}", ns=ns, timeout=180, queues=2, extra=("-smp", "2"))
-            g.wait()
-            g.expect_ok()
-        res = json_lines(g, "RESULT")
-        per = {r["queue"]: r for r in res if "queue" in r}
-        tot = [r for r in res if r.get("queues") == 2]
-        if sorted(per) != [0, 1] or len(tot) != 1:
-            open("/tmp/rrc.txt", "w").write("\n".join(g.text())); raise Fail(f"{proto}: expected a RESULT from each queue and one total: {res}\n{g.tail(30)}")
-        if [per[q]["instances"] for q in (0, 1)] != [2, 2] or tot[0]["instances"] != 4:
-            raise Fail(f"{proto}: rr.instances=4 over mq=2 is 2 per copy: {res}")
+            g, per, tot = mq_client(t, ns, tap, f"app=rr rr.proto={proto} rr.peer={NS_HOST_IP} rr.instances=4 "
+                                                f"rr.seconds=3 rr.warmup=1")
+        if [per[q]["instances"] for q in (0, 1)] != [2, 2] or tot["instances"] != 4:
+            raise Fail(f"{proto}: rr.instances=4 over mq=2 is 2 per copy: {per} {tot}")
         txns = [per[q]["transactions"] for q in (0, 1)]
-        if min(txns) < max(txns) / 20 or tot[0]["transactions"] != sum(txns):
+        if min(txns) < max(txns) / 20 or tot["transactions"] != sum(txns):
             raise Fail(f"{proto}: transactions per queue {txns}: each copy drives two connections "
                        f"alike (a stalled one: replies on the other queue), the total their sum: "
-                       f"{tot[0]}\n{g.tail(60)}")
+                       f"{tot}\n{g.tail(60)}")
         if any(per[q]["errors"] or per[q]["lost"] for q in (0, 1)):
             raise Fail(f"{proto}: lost or unexpected replies on a private tap: {per}")
-        nf = {n["queue"]: n for n in json_lines(g, "NETIF")}
-        g.expect(r"^virtio-net: mq pairs=2 max=2 ctrlq=4 rss=on$")
-        if sorted(nf) != [0, 1] or any(n["rss_misses"] for n in nf.values()):
-            raise Fail(f"{proto}: expected every frame on the queue RSS names: {nf}")
         print(f"    mq=2 {proto}_rr client: trans/s per queue {[round(per[q]['tps']) for q in (0, 1)]}, "
-              f"{tot[0]['tps']:.0f} in total (TCG, tap)")
+              f"{tot['tps']:.0f} in total (TCG, tap)")
 
 
 def test_mq_stream_server_over_both_queues(t):
@@ -373,27 +381,18 @@ def test_mq_stream_client_over_both_queues(t):
             ns.popen(["iperf", "-s", "-B", NS_HOST_IP, "-p", "5001"], stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL)
             wait_listening(ns, "tcp", 5001)
-            g = t.start(append=f"app=stream stream.test={test} stream.peer={NS_HOST_IP} stream.instances=4 "
-                               f"stream.seconds=3 stream.warmup=1 stream.check={int(test == 'maerts')} "
-                               f"ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap mq=2 smp=2",
-                        net=f"tap:{tap}", ns=ns, timeout=180, queues=2, extra=("-smp", "2"))
-            g.wait()
-            g.expect_ok()
-        res = json_lines(g, "RESULT")
-        per = {r["queue"]: r for r in res if "queue" in r}
-        tot = [r for r in res if r.get("queues") == 2]
+            g, per, tot = mq_client(t, ns, tap, f"app=stream stream.test={test} stream.peer={NS_HOST_IP} "
+                                                f"stream.instances=4 stream.seconds=3 stream.warmup=1 "
+                                                f"stream.check={int(test == 'maerts')}")
         name = f"tcp_{test}"
-        if sorted(per) != [0, 1] or len(tot) != 1 or any(r["test"] != name for r in res):
-            raise Fail(f"{test}: expected a {name} RESULT from each queue and one total: {res}\n{g.tail(30)}")
+        if any(r["test"] != name for r in list(per.values()) + [tot]):
+            raise Fail(f"{test}: expected {name} RESULTs: {per} {tot}")
         if [per[q]["instances"] for q in (0, 1)] != [2, 2]:
             raise Fail(f"{test}: stream.instances=4 over mq=2 is 2 per copy: {per}")
         moved = [per[q]["bytes"] for q in (0, 1)]
-        if min(moved) < max(moved) / 20 or tot[0]["bytes"] != sum(moved):
-            raise Fail(f"{test}: bytes per queue {moved}: each copy moves data, the total their sum: {tot[0]}")
+        if min(moved) < max(moved) / 20 or tot["bytes"] != sum(moved):
+            raise Fail(f"{test}: bytes per queue {moved}: each copy moves data, the total their sum: {tot}")
         if any(per[q].get("check_errors") for q in (0, 1)):
             raise Fail(f"{test}: pattern check errors: {per}")
-        nf = {n["queue"]: n for n in json_lines(g, "NETIF")}
-        if sorted(nf) != [0, 1] or any(n["rss_misses"] for n in nf.values()):
-            raise Fail(f"{test}: expected every frame on the queue RSS names: {nf}")
         print(f"    mq=2 tcp_{test} client: Mbit/s per queue {[per[q]['mbps'] for q in (0, 1)]}, "
-              f"{tot[0]['mbps']} in total (TCG, tap)")
+              f"{tot['mbps']} in total (TCG, tap)")
