@@ -6,6 +6,8 @@
   kicks_<test>_<backend>.png     kicks per transaction per column
   cdf_<test>_<backend>_...png    round-trip CDF per column from the guest's
                                  merged histograms (RR client runs)
+  scaling_<test>_<backend>_<size>_<accel>.png   the queues axis: frames/s and
+                                 frames/s per host CPU vs queue pairs, per column
 
 One line or bar series per column, so another guest is one more series.
 Error bars are the min-max over repetitions. Needs python3-matplotlib
@@ -19,6 +21,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+import statistics  # noqa: E402
+
+import report  # noqa: E402
 
 PCTS = (("lat_p50_ns", "p50"), ("lat_p90_ns", "p90"), ("lat_p99_ns", "p99"), ("lat_p999_ns", "p99.9"))
 
@@ -152,3 +158,35 @@ def plot_all(records, cols, outdir):
             ax.grid(True, axis="y", alpha=0.3)
             files.append(_save(fig, outdir, _slug("kicks", test, backend) + ".png"))
     return files
+
+
+def plot_scaling(rows, outdir):
+    """The queues axis (report.queues_groups()): per test, backend, frame
+    size and accelerator, frames/s and frames/s per host CPU against the
+    queue count, one line per column (median, min-max bars); the file names."""
+    figs = {}
+    for (test, backend, size, col, accel), byq in sorted(report.queues_groups(rows).items()):
+        key = (test, backend, size, accel)
+        if key not in figs:
+            figs[key] = plt.subplots(1, 2, figsize=(9, 4))
+        fig, (a1, a2) = figs[key]
+        qs = sorted(byq)
+        for ax, metric in ((a1, "pps"), (a2, "pps_per_cpu")):
+            vals = [[r[metric] for r in byq[q] if isinstance(r.get(metric), (int, float))] for q in qs]
+            xs = [q for q, v in zip(qs, vals) if v]
+            vals = [v for v in vals if v]
+            med = [statistics.median(v) for v in vals]
+            ax.errorbar(xs, med, yerr=[[m - min(v) for m, v in zip(med, vals)], [max(v) - m for m, v in zip(med, vals)]],
+                        marker="o", capsize=3, label=col)
+    files = []
+    for (test, backend, size, accel), (fig, (a1, a2)) in figs.items():
+        for ax, label in ((a1, "frames/s (all queues)"), (a2, "frames/s per host CPU")):
+            ax.set_xlabel("queue pairs (= vCPUs)")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_ylabel(label)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.suptitle(f"{test} {size} B scaling with queue pairs, {backend} (accel {accel})", fontsize=9)
+        files.append(_save(fig, outdir, _slug("scaling", test, backend, size, accel) + ".png"))
+    return files
+

@@ -467,19 +467,29 @@ def _ratio(a, b):
     return f"{a / b:.2f}" if a is not None and b else "-"
 
 
-def queues_table(rows):
-    """Markdown lines: the queues axis's scaling table. Per (test, backend,
-    frame size, column without its @qN, accelerator), one line per queue
-    count: frames/s, host CPU %, frames/s per host CPU, and both as a ratio
-    to the fewest queues' (q2/q1)."""
+def queues_groups(rows):
+    """The queues axis's ok pkt rows by (test, backend, frame size, column
+    without its @qN, accelerator), then by queue count; {} when fewer than
+    two queue counts ran (nothing to compare). The scaling table and
+    plots.plot_scaling() both read it."""
     ok = [r for r in rows if r.get("status") == "ok" and TESTS.get(r.get("test"), {}).get("kind") == "pkt"]
     if len({r.get("queues") or 1 for r in ok}) < 2:
-        return []
+        return {}
     groups = {}
     for r in ok:
         base = re.sub(r"@q\d+$", "", r["column"])
         key = (r["test"], r["backend"], str(r.get("size")), base, str(r.get("accel")))
         groups.setdefault(key, {}).setdefault(r.get("queues") or 1, []).append(r)
+    return groups
+
+
+def queues_table(rows):
+    """Markdown lines: the queues axis's scaling table. Per queues_groups()
+    group, one line per queue count: frames/s, host CPU %, frames/s per host
+    CPU, and both as a ratio to the fewest queues' (q2/q1)."""
+    groups = queues_groups(rows)
+    if not groups:
+        return []
     L = ["", "## Scaling with queue pairs (the queues axis)", "",
          "Per queue count N: the guest has N vCPUs and its NIC N queue pairs (app=pkt mq=N smp=N for the "
          "appliance; ethtool -L combined N and N pktgen threads for Linux). Medians over the repetitions; "

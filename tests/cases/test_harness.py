@@ -864,7 +864,8 @@ def test_harness_machine_axis(t):
 def test_harness_queues_scaling_table(t):
     """report.queues_table on synthetic pkt rows: one line per queue count
     with the medians, the q2/q1 ratios of frames/s and of frames/s per host
-    CPU, and each queue's frames/s; nothing when only one queue count ran."""
+    CPU, and each queue's frames/s; and the scaling plot; neither when only
+    one queue count ran."""
     def row(col, q, pps, cpu_pct, per=()):
         return {"status": "ok", "test": "pkt_txonly", "backend": "tap", "size": "64", "column": col, "queues": q,
                 "accel": "tcg", "pps": pps, "host_cpu_pct": cpu_pct, "qemu_cpu_pct": cpu_pct / 2, "pps_per_cpu": pps / (cpu_pct / 100.0),
@@ -881,6 +882,21 @@ def test_harness_queues_scaling_table(t):
             raise Fail(f"scaling table: missing line {w}:\n{text}")
     if report.queues_table([r for r in rows if r["queues"] == 2]):
         raise Fail("scaling table from one queue count: expected none")
+    # plots.plot_scaling() through the command line (matplotlib: see
+    # test_harness_rereport_plots): one figure for the group, none from
+    # one queue count.
+    for subset, want in ((rows, ["scaling_pkt_txonly_tap_64_tcg.png"]), ([r for r in rows if r["queues"] == 2], [])):
+        with tempfile.TemporaryDirectory() as d:
+            report.write_jsonl(os.path.join(d, "results.jsonl"), [dict(x, run=i + 1) for i, x in enumerate(subset)])
+            r = vnetbench(["--rereport", d], timeout=120)
+            pngs = sorted(f for f in os.listdir(d) if f.startswith("scaling_"))
+            if r.returncode or pngs != want:
+                raise Fail(f"--rereport of the queues rows: expected {want}, got {pngs} "
+                           f"({r.returncode}: {r.stderr.strip()[-400:]})")
+            for p in pngs:
+                with open(os.path.join(d, p), "rb") as f:
+                    if f.read(8) != PNG_MAGIC:
+                        raise Fail(f"{p} is not a PNG file")
 
 
 def test_harness_queues_axis(t):
