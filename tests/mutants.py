@@ -509,7 +509,8 @@ def build_and_run(tree, binaries):
     failed, detail = [], ""
     for b, t in zip(binaries, targets):
         try:
-            p = subprocess.run([t], capture_output=True, text=True, timeout=TIMEOUT)
+            # errors="replace": a mutant may print bytes that are not UTF-8.
+            p = subprocess.run([t], capture_output=True, text=True, errors="replace", timeout=TIMEOUT)
             rc, out = p.returncode, p.stdout + p.stderr
         except subprocess.TimeoutExpired:
             rc, out = 124, "hung"
