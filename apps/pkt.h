@@ -70,5 +70,8 @@ void pkt_macswap(uint8_t *f);
  * sender's own socket receives it; false (frame untouched) unless it is
  * UDP/IPv4. */
 bool pkt_reflect(uint8_t *f, uint32_t len);
+/* The IPv4 header length of f if it is a whole UDP/IPv4 frame (Ethernet,
+ * IPv4, UDP header), else 0. */
+unsigned pkt_udp4_ihl(const uint8_t *f, uint32_t len);
 
 #endif

@@ -114,14 +114,23 @@ void pkt_macswap(uint8_t *f)
  * sum and the UDP pseudo-header sum are one's-complement sums of the same
  * words in another order (RFC 1071), so a valid (or partial, NEEDS_CSUM)
  * checksum stays valid and nothing is recomputed. */
-bool pkt_reflect(uint8_t *f, uint32_t len)
+unsigned pkt_udp4_ihl(const uint8_t *f, uint32_t len)
 {
 	unsigned ihl;
 
 	if (len < 34 || get16(f + 12) != 0x0800 || (f[14] >> 4) != 4 || f[23] != 17)
-		return false;
+		return 0;
 	ihl = (f[14] & 0xfu) * 4u;
 	if (ihl < 20 || len < 14 + ihl + 8)
+		return 0;
+	return ihl;
+}
+
+bool pkt_reflect(uint8_t *f, uint32_t len)
+{
+	unsigned ihl = pkt_udp4_ihl(f, len);
+
+	if (!ihl)
 		return false;
 	swap(f, f + 6, 6);
 	swap(f + 26, f + 30, 4);

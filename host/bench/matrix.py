@@ -46,7 +46,7 @@ BACKENDS = {name: cls.options for name, cls in backends.CLASSES.items()}
 
 # Guest pairs (pairs.py): the tests two guests can run against each
 # other, and the switches between them.
-PAIR_TESTS = ("tcp_rr", "udp_rr", "tcp_stream", "tcp_maerts")
+PAIR_TESTS = ("tcp_rr", "udp_rr", "tcp_stream", "tcp_maerts", "pkt_txonly")
 SWITCHES = ("bridge", "testpmd")
 # With `pairs`, these defaults replace the single-guest ones (a key the
 # matrix gives still wins).
@@ -539,6 +539,8 @@ class Matrix:
             if kind == "rr":
                 return [dict(size=q, req=q, resp=q, instances=i, burst=b, seconds=self.seconds)
                         for (q, _r) in self.rr_sizes for b in self.rr_burst for i in self.rr_instances]
+            if kind == "pkt":
+                return [dict(size=z, burst=self.pkt_burst, seconds=self.seconds) for z in self.pkt_sizes]
             return [dict(msg=m, instances=1, seconds=self.seconds) for m in self.stream_sizes]
         if kind == "rr":
             return [

@@ -38,7 +38,16 @@ tcp_rr/udp_rr (rr.size bytes each way; an appliance client runs
 rr.instances connections with rr.burst outstanding each, a Linux client is
 one sockperf ping-pong), tcp_stream (the client sends stream.msg-byte
 writes: the appliance's stream client or iperf -c) and tcp_maerts (the
-server sends: the appliance client asks like iperf -R, or iperf -c -R). Every row has the client's
+server sends: the appliance client asks like iperf -R, or iperf -c -R), and pkt_txonly at the
+packet level (issue 25): the client's generator at full speed (the
+appliance's app=pkt txonly, or the Linux guest's kernel pktgen) into the
+server's sink (app=pkt rxonly, or xdp-bench drop), pkt.sizes frames to
+the server's MAC, which the bridge knows from a static entry so that no
+frame floods; the row's pps is what the sink received over the sender's
+interval, tx_pps what the sender sent, and the frames lost on the way
+are counted where they were dropped (the taps' counters on the bridge,
+testpmd's TX-dropped towards the server) and must add up
+(pkt_unaccounted = sent - received - counted drops; pkt_closes). Every row has the client's
 figures (trans/s and latency, or Mbit/s), host CPU over the client's
 measured interval, and both guests' counters: the appliance's kicks,
 TX reclaim calls and frames per transaction (its RESULT, measured
@@ -102,6 +111,9 @@ class Switch:
         self.ns.open()
         self.ns.ip("link", "add", "br0", "type", "bridge")
         procs.run(self.ns.wrap(["sysctl", "-qw", "net.ipv6.conf.br0.disable_ipv6=1"]), timeout=30)
+        # br0 holds an address but sends nothing by itself: no IGMP report
+        # when it comes up (a packet sink would count it)
+        self.ns.ip("link", "set", "br0", "multicast", "off")
         self.ns.ip("addr", "add", f"{BRIDGE_IP}/{PREFIX}", "dev", "br0")
         self.ns.ip("link", "set", "br0", "up")
         if self.kind == "bridge":
@@ -110,6 +122,12 @@ class Switch:
                 procs.run(self.ns.wrap(["sysctl", "-qw", f"net.ipv6.conf.{tap}.disable_ipv6=1"]), timeout=30)
                 self.ns.ip("link", "set", tap, "master", "br0")
                 self.ns.ip("link", "set", tap, "up")
+            # The bridge knows each guest's port from the start: a sink
+            # that never sends (pkt_txonly's) is never learnt, and every
+            # frame to it would flood to br0 as well.
+            for role, tap in TAPS.items():
+                procs.run(self.ns.wrap(["bridge", "fdb", "add", MACS[role], "dev", tap, "master", "static"]),
+                          timeout=30)
             return
         # testpmd: two vhost-user ports, io forwarding 0 <-> 1 (testpmd's
         # default port pairing); the bridge stays empty but answers nothing.
@@ -141,6 +159,18 @@ class Switch:
             "-object", "memory-backend-memfd,id=mem,size=512M,share=on", "-numa", "node,memdev=mem",
             "-chardev", f"socket,id=c0,path={self.sock(role)}", "-netdev", "vhost-user,id=n0,chardev=c0",
             "-device", backends.NIC + ",vectors=0"]
+
+    def tap_drops(self):
+        """Frames the bridge's taps dropped so far: {tap_stat: N} (tx: the
+        bridge to a guest's QEMU; rx: a guest's QEMU to the bridge)."""
+        out = {}
+        if self.kind != "bridge":
+            return out
+        for tap in TAPS.values():
+            for stat in ("rx_dropped", "tx_dropped"):
+                r = procs.run(self.ns.wrap(["cat", f"/sys/class/net/{tap}/statistics/{stat}"]), timeout=10)
+                out[f"{tap}_{stat}"] = int(r.stdout)
+        return out
 
     def stop_guest(self, ip, token=""):
         msg = backends.ctl_request("stop", token)
@@ -177,8 +207,23 @@ class Switch:
 PACKED_KERNELS = set()
 
 
+# pkt_txonly: the sink ends this many seconds after the last frame.
+PKT_IDLE_S = 3
+
+
 def appliance_keys(role, test, p, warmup):
     ip = SERVER_IP if role == "server" else CLIENT_IP
+    if test == "pkt_txonly":
+        # no lwIP, so no ip= (and no warm-up: the sender's interval is
+        # from its first frame to its last)
+        k = {"app": "pkt", "backend": "pair"}
+        if role == "server":
+            k.update({"pkt.mode": "rxonly", "pkt.idle": PKT_IDLE_S, "pkt.seconds": p["seconds"] + warmup + 60})
+        else:
+            k.update({"pkt.mode": "txonly", "pkt.size": p["size"], "pkt.burst": p["burst"],
+                      "pkt.seconds": p["seconds"], "pkt.src": CLIENT_IP, "pkt.dst": SERVER_IP,
+                      "pkt.dmac": MACS["server"]})
+        return k
     k = {"ip": f"{ip}/{PREFIX}", "backend": "pair"}
     if test in ("tcp_rr", "udp_rr"):
         k.update({"app": "rr", "rr.proto": test[:3], "rr.role": role, "rr.warmup": warmup})
@@ -206,6 +251,18 @@ def linux_keys(role, test, p, warmup):
     ip = SERVER_IP if role == "server" else CLIENT_IP
     k = {"vnl.test": test, "vnl.backend": "pair", "vnl.ip": f"{ip}/{PREFIX}"}
     rr = test in ("tcp_rr", "udp_rr")
+    if test == "pkt_txonly":
+        # the kernel's own fastest paths: XDP drop as the sink, pktgen
+        # (burst with xmit_more, clone_skb) as the generator
+        if role == "server":
+            k.update({"vnl.app": "xdp-drop", "vnl.wait": 60, "vnl.idle": PKT_IDLE_S,
+                      "vnl.seconds": p["seconds"] + warmup + 60})
+        else:
+            if p["size"] == "imix":
+                raise BenchError("pkt_txonly: the linux guest's pktgen sends one frame size (no imix)")
+            k.update({"vnl.app": "pktgen", "vnl.size": p["size"], "vnl.burst": p["burst"], "vnl.time": p["seconds"],
+                      "vnl.dst": SERVER_IP, "vnl.dmac": MACS["server"]})
+        return k
     if role == "server":
         k.update({"vnl.app": "rr" if rr else "stream", "vnl.wait": 60, "vnl.idle": 15,
                   "vnl.seconds": p["seconds"] + warmup + 60})
@@ -293,11 +350,50 @@ def side_figures(prefix, res):
     return out
 
 
+def pkt_figures(row, cres, sres, p):
+    """pkt_txonly: what the sender sent (its own count and rate), what the
+    sink received (app=pkt rxonly's frames; a Linux sink's eth0 rx_packets,
+    where XDP_DROP's frames are counted), and the delivered rate: the
+    sink's count over the sender's interval."""
+    sent, got = cres.get("frames"), sres.get("rx_frames") if sres.get("guest") == "linux" else sres.get("frames")
+    if not isinstance(sent, int) or not isinstance(got, int) or not sent or not cres.get("pps"):
+        raise BenchError(f"pkt_txonly: no frame count (sender frames={sent} pps={cres.get('pps')}, sink {got})")
+    if sres.get("guest") != "linux":
+        # app=pkt rxonly counts what is not UDP/IPv4 apart (rx_other); from
+        # an appliance sender it also tells the sender's frames (their
+        # sequence tag) from any other
+        row["sink_other_frames"] = sres.get("rx_other", 0)
+        if cres.get("guest") != "linux":
+            row["sink_other_frames"] += got - sres["seq_frames"]
+            got = sres["seq_frames"]
+    per_frame = cres["bytes"] / sent if cres.get("bytes") else int(p["size"])  # bytes with the FCS
+    row.update(frames_sent=sent, frames_received=got, tx_pps=cres["pps"],
+               pps=round(cres["pps"] * got / sent, 1), loss_pct=round(100.0 * (sent - got) / sent, 4))
+    row["mbps"] = round(row["pps"] * per_frame * 8 / 1e6, 2)
+    for k in ("seq_frames", "seq_gaps", "seq_reorder", "frames_per_kick", "frames_per_reclaim", "tx_full"):
+        for prefix, res in (("client", cres), ("server", sres)):
+            if k in res and res.get("guest") != "linux":
+                row[f"{prefix}_{k}"] = res[k]
+
+
+def pkt_close(row):
+    """Every frame sent was received or dropped where someone counted it:
+    the bridge's taps (tx_dropped: towards a guest's QEMU; rx_dropped: from
+    it), or testpmd towards the server. pkt_unaccounted is what is left
+    (a Linux sink also counts any frame of its own stack: it may be below
+    0 there)."""
+    counted = sum(v for k, v in row.items() if k.startswith("vnptap") and k.endswith("_dropped"))
+    counted += row.get("switch_drops_to_server") or 0
+    row["pkt_drops_counted"] = counted
+    row["pkt_unaccounted"] = row["frames_sent"] - row["frames_received"] - counted
+    row["pkt_closes"] = row["pkt_unaccounted"] == 0
+
+
 def per_pair_txn(row):
     """Both sides' counters per transaction of the pair: the client's count
     (RR), or its writes of stream.msg bytes (STREAM; from Mbit/s when the
     client is a stock iperf)."""
-    txn = row.get("transactions")
+    txn = row.get("transactions") or (row.get("frames_sent") if row.get("test") == "pkt_txonly" else None)
     if not txn and row.get("test") in ("tcp_stream", "tcp_maerts") and row.get("mbps") and row.get("msg"):
         txn = row["mbps"] * 1e6 / 8 * row["seconds"] / row["msg"]
     if not txn and row.get("tps"):
@@ -328,8 +424,11 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
         server, row["server_cmdline"] = start_side(server_kind, kernels.get(server_kind), "server", test, p, warmup,
                                                    switch, limit)
         sampler.watch("qemu_server", qemu_pid(server))
-        if not server.wait_line(lambda l: " listening" in l, 90):
+        # servers say "listening"; app=pkt's sink says "pkt: mode=rxonly ... ready"
+        if not server.wait_line(lambda l: " listening" in l or (l.startswith("pkt: mode=") and l.endswith(" ready")),
+                                90):
             raise BenchError(f"the server guest never listened:\n{server.tail()}")
+        taps0 = switch.tap_drops()
         client, row["client_cmdline"] = start_side(client_kind, kernels.get(client_kind), "client", test, p, warmup,
                                                    switch, limit)
         sampler.watch("qemu_client", qemu_pid(client))
@@ -352,8 +451,13 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
             said = runs.exit_line(proc.text("out"))
             if said != 0:
                 raise BenchError(f"the {who} guest's exit line says {said}, expected 0:\n{proc.tail()}")
+        taps1 = switch.tap_drops()
         # the client's figures are the row's
-        if client_kind == "linux":
+        if test == "pkt_txonly":
+            pkt_figures(row, cres, sres, p)
+            row.update({k: taps1[k] - taps0[k] for k in taps1})
+            window = runs.guest_window(cres, t_line) or (t_line - p["seconds"], t_line)
+        elif client_kind == "linux":
             figs = peers.parse_sockperf(client.text("out")) if "rr" in test else peers.parse_iperf(client.text("out"))
             for k, v in figs.items():
                 row[k[5:] if k.startswith("peer_") else k] = v
@@ -380,6 +484,8 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
                 row["tps_per_cpu"] = round(row["tps"] / (h / 100.0), 1)
             if h and row.get("mbps"):
                 row["mbps_per_cpu"] = round(row["mbps"] / (h / 100.0), 2)
+            if h and row.get("pps"):
+                row["pps_per_cpu"] = round(row["pps"] / (h / 100.0), 1)
         row["accel"] = guests.pick_accel("auto")
         row["status"] = "ok"
     except BenchError as e:
@@ -391,6 +497,8 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
                 pr.stop()
         switch.teardown()
         row.update(switch.drops())
+        if row["status"] == "ok" and test == "pkt_txonly":
+            pkt_close(row)
         log = os.path.join(logdir, f"pair-{index:04d}.log")
         with open(log, "w") as f:
             for title, pr in (("server", server), ("client", client), ("switch", switch.proc)):
@@ -446,6 +554,46 @@ def fmt(v, unit=""):
     return f"{v:,.0f}{unit}" if abs(v) >= 100 else f"{v:,.2f}{unit}"
 
 
+def pkt_table(rs, sw):
+    """pkt_txonly between two guests: per frame size, a row per pair."""
+    L = []
+    for size in dict.fromkeys(r["size"] for r in rs):
+        L += [f"## pkt_txonly {size} B -- switch {sw}", "",
+              "| pair (client>server) | delivered frames/s | sent frames/s | loss % | drops counted (where) | "
+              "unaccounted frames | host CPU % | delivered frames/s per host CPU | client kicks/frame |",
+              "|---|---|---|---|---|---|---|---|---|"]
+        for pair in dict.fromkeys(r["pair"] for r in rs if r["size"] == size):
+            ok = [r for r in rs if r["pair"] == pair and r["size"] == size and r["status"] == "ok"]
+            bad = [r for r in rs if r["pair"] == pair and r["size"] == size and r["status"] != "ok"]
+
+            def vals(k):
+                return [r[k] for r in ok if r.get(k) is not None]
+
+            def med(k):
+                v = vals(k)
+                return statistics.median(v) if v else None
+
+            def cell(k):
+                v = vals(k)
+                return f"{fmt(statistics.median(v))} ({fmt(min(v))}-{fmt(max(v))}) n={len(v)}" if v else "-"
+
+            where = "testpmd to the server" if sw == "testpmd" else "the taps"
+            un = sorted(set(vals("pkt_unaccounted")))
+            line = (f"| {pair} | {cell('pps')} | {cell('tx_pps')} | {fmt(med('loss_pct'))} | "
+                    f"{fmt(med('pkt_drops_counted'))} ({where}) | {', '.join(str(u) for u in un) or '-'} | "
+                    f"{fmt(med('host_cpu_pct'))} | {fmt(med('pps_per_cpu'))} | "
+                    f"{fmt(med('client_kicks_per_pair_txn'))} |")
+            if bad:
+                line += f" ({len(bad)} failed: {bad[0]['error']})"
+            L.append(line)
+        L.append("")
+    L += ["Delivered = the sink's count (app=pkt rxonly's frames with the sender's sequence tag; a Linux sink's eth0 "
+          "rx_packets, XDP_DROP's frames among them) over the sender's interval; sent = the sender's own count and "
+          "rate (app=pkt txonly, or pktgen's). Unaccounted = sent - delivered - drops counted, per run (0: every "
+          "frame is accounted for).", ""]
+    return L
+
+
 def report_section(rows):
     """The pair tables of report.md: per test and switch, a row per pair
     with both guests' counters per transaction (the matrix's own tables
@@ -459,6 +607,9 @@ def report_section(rows):
         for sw in SWITCHES:
             rs = [r for r in rows if r["test"] == test and r["switch"] == sw]
             if not rs:
+                continue
+            if test == "pkt_txonly":
+                L += pkt_table(rs, sw)
                 continue
             metric, unit = ("tps", "trans/s") if "rr" in test else ("mbps", "Mbit/s")
             L += [f"## {test} -- switch {sw}", "",

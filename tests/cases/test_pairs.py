@@ -149,3 +149,60 @@ def test_pair_packed_over_testpmd(t):
     print(f"    packed pair (TCG, testpmd): tcp_rr {by['tcp_rr']['tps']:.0f} trans/s, tcp_stream "
           f"{by['tcp_stream']['mbps']:.1f} Mbit/s; testpmd dropped {by['tcp_stream'].get('switch_drops_to_server')} "
           "frames to the server")
+
+
+def pkt_rows_close(rows, want_pairs, exact=True):
+    """Every pkt_txonly row ran, moved frames, and its count closes: sent
+    = delivered + the drops counted where they happened (exact between
+    two appliances; a Linux side's eth0 counters also hold its own stack's
+    few frames)."""
+    seen = set()
+    for r in rows:
+        if r.get("status") != "ok":
+            raise Fail(f"pair {r.get('pair')} pkt_txonly over {r.get('switch')}: {r.get('error_detail') or r.get('error')}")
+        seen.add((r["pair"], r["switch"]))
+        if not r.get("frames_sent") or r["frames_sent"] < 1000 or not r.get("pps"):
+            raise Fail(f"pair {r['pair']} over {r['switch']}: sent {r.get('frames_sent')} frames, {r.get('pps')} pps")
+        un = r.get("pkt_unaccounted")
+        if un is None or (un != 0 if exact else abs(un) > 3):
+            raise Fail(f"pair {r['pair']} over {r['switch']}: {r['frames_sent']} sent, {r['frames_received']} "
+                       f"delivered, {r.get('pkt_drops_counted')} drops counted: {un} unaccounted")
+        if abs(r["pps"] - r["tx_pps"] * r["frames_received"] / r["frames_sent"]) > 1:
+            raise Fail(f"delivered pps {r['pps']} is not the sender's {r['tx_pps']} x delivered/sent")
+    if seen != set(want_pairs):
+        raise Fail(f"expected rows for {sorted(want_pairs)}, saw {sorted(seen)}")
+
+
+def test_pair_pkt_txonly_between_appliances(t):
+    """Issue 25's packet-level pair in the harness: appliance txonly into
+    appliance rxonly through the bridge and through testpmd; every frame
+    sent is delivered or a drop the switch counted, and every sequence gap
+    the sink saw is one of those drops."""
+    switches = ["bridge"] + (["testpmd"] if shutil.which("dpdk-testpmd") else [])
+    rows = run_pairs(t, ["--pairs", "default>default", "--tests", "pkt_txonly", "--switches", ",".join(switches),
+                         "--pkt-sizes", "64", "--seconds", "2", "--repetitions", "1"], timeout=300)
+    pkt_rows_close(rows, {("default>default", sw) for sw in switches})
+    for r in rows:
+        if r.get("sink_other_frames") != 0:
+            raise Fail(f"{r['switch']}: the sink got {r.get('sink_other_frames')} frames the sender did not send "
+                       "(the bridge's br0 must stay silent)")
+        if r.get("server_seq_gaps") != r["pkt_drops_counted"] or r.get("server_seq_reorder"):
+            raise Fail(f"{r['switch']}: the sink saw {r.get('server_seq_gaps')} gaps, {r.get('server_seq_reorder')} "
+                       f"reorders for {r['pkt_drops_counted']} counted drops")
+        print(f"    pkt pair (TCG, {r['switch']}, 64 B): delivered {r['pps']:,.0f} of {r['tx_pps']:,.0f} frames/s "
+              f"sent, {r['pkt_drops_counted']} dropped and counted")
+
+
+def test_pair_pkt_txonly_with_linux(t):
+    """The Linux guest at its fastest packet paths on either side of a pair:
+    its kernel pktgen into the appliance's rxonly, the appliance's txonly
+    into its XDP drop."""
+    if os.geteuid() != 0:
+        raise Skip("needs root for a network namespace with a bridge and taps")
+    r = subprocess.run([os.path.join(TOP, "host", "linux-guest", "build.sh")], capture_output=True, text=True,
+                       timeout=1200)
+    if r.returncode:
+        raise Fail(f"host/linux-guest/build.sh failed ({r.returncode}): {(r.stdout + r.stderr)[-1200:]}")
+    rows = run_pairs(t, ["--pairs", "linux>default,default>linux", "--tests", "pkt_txonly", "--pkt-sizes", "64",
+                         "--seconds", "2", "--repetitions", "1"], timeout=400)
+    pkt_rows_close(rows, {("linux>default", "bridge"), ("default>linux", "bridge")}, exact=False)

@@ -209,11 +209,21 @@ def send_frames(s, iface, dmac, n, rate, skip, on_idle=None, size="64"):
             "send_s": round(time.monotonic() - t0, 3)}
 
 
-def cmd_send(iface, dmac, n, rate, skip=-1):
+def arp_frame(dmac, smac):
+    """A 42-byte ARP request (not UDP/IPv4: what a sink counts apart)."""
+    return (dmac + smac + b"\x08\x06" + b"\x00\x01\x08\x00\x06\x04\x00\x01" + smac + bytes([10, 77, 0, 1])
+            + bytes(6) + bytes([10, 77, 0, 2]))
+
+
+def cmd_send(iface, dmac, n, rate, skip=-1, other=0):
+    """n sequenced frames at rate (skipping number skip), after `other` ARP
+    requests."""
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     s.bind((iface, 0))
     s.settimeout(5)
-    out(**send_frames(s, iface, mac_bytes(dmac), int(n), float(rate), int(skip)))
+    for _ in range(int(other)):
+        s.send(arp_frame(mac_bytes(dmac), if_mac(iface)))
+    out(**send_frames(s, iface, mac_bytes(dmac), int(n), float(rate), int(skip)), other=int(other))
     return 0
 
 
