@@ -554,6 +554,17 @@ def fmt(v, unit=""):
     return f"{v:,.0f}{unit}" if abs(v) >= 100 else f"{v:,.2f}{unit}"
 
 
+def median_of(rows, k, scale=1.0):
+    v = [r[k] * scale for r in rows if r.get(k) is not None]
+    return statistics.median(v) if v else None
+
+
+def cell_of(rows, k):
+    """median (min-max) n=N of field k over rows, or -."""
+    v = [r[k] for r in rows if r.get(k) is not None]
+    return f"{fmt(statistics.median(v))} ({fmt(min(v))}-{fmt(max(v))}) n={len(v)}" if v else "-"
+
+
 def pkt_table(rs, sw):
     """pkt_txonly between two guests: per frame size, a row per pair."""
     L = []
@@ -566,19 +577,14 @@ def pkt_table(rs, sw):
             ok = [r for r in rs if r["pair"] == pair and r["size"] == size and r["status"] == "ok"]
             bad = [r for r in rs if r["pair"] == pair and r["size"] == size and r["status"] != "ok"]
 
-            def vals(k):
-                return [r[k] for r in ok if r.get(k) is not None]
-
             def med(k):
-                v = vals(k)
-                return statistics.median(v) if v else None
+                return median_of(ok, k)
 
             def cell(k):
-                v = vals(k)
-                return f"{fmt(statistics.median(v))} ({fmt(min(v))}-{fmt(max(v))}) n={len(v)}" if v else "-"
+                return cell_of(ok, k)
 
             where = "testpmd to the server" if sw == "testpmd" else "the taps"
-            un = sorted(set(vals("pkt_unaccounted")))
+            un = sorted({r["pkt_unaccounted"] for r in ok if r.get("pkt_unaccounted") is not None})
             line = (f"| {pair} | {cell('pps')} | {cell('tx_pps')} | {fmt(med('loss_pct'))} | "
                     f"{fmt(med('pkt_drops_counted'))} ({where}) | {', '.join(str(u) for u in un) or '-'} | "
                     f"{fmt(med('host_cpu_pct'))} | {fmt(med('pps_per_cpu'))} | "
@@ -622,14 +628,10 @@ def report_section(rows):
                 bad = [r for r in rs if r["pair"] == pair and r["status"] != "ok"]
 
                 def med(k, scale=1.0):
-                    v = [r[k] * scale for r in ok if r.get(k) is not None]
-                    return statistics.median(v) if v else None
+                    return median_of(ok, k, scale)
 
-                def cell(k, scale=1.0):
-                    v = [r[k] * scale for r in ok if r.get(k) is not None]
-                    if not v:
-                        return "-"
-                    return f"{fmt(statistics.median(v))} ({fmt(min(v))}-{fmt(max(v))}) n={len(v)}"
+                def cell(k):
+                    return cell_of(ok, k)
 
                 irq = f"{fmt(med('client_irqs_per_txn'))}, {fmt(med('server_irqs_per_txn'))}"
                 line = (f"| {pair} | {cell(metric)} | {fmt(med('host_cpu_pct'))} | {fmt(med(metric + '_per_cpu'))} | "
