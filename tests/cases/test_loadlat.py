@@ -208,3 +208,35 @@ def test_harness_loadlat_tap_sweep(t):
             raise Fail(f"report.md lacks the load table:\n{md[-2000:]}")
         if not os.path.isfile(os.path.join(out, "loadlat_udp_rr_tap_64_64.png")):
             raise Fail(f"no loadlat plot among {sorted(os.listdir(out))}")
+
+
+def test_harness_loadlat_pcap_tool(t):
+    # tests/tools/sockperf_pcap.py on a synthetic capture: three requests
+    # in a burst (5 us apart), replies 40, 80 and (for sequence 7) none.
+    sys.path.insert(0, os.path.join(TOP, "tests", "tools"))
+    import sockperf_pcap
+
+    def frame(src, dst, seq):
+        payload = seq.to_bytes(8, "big") + bytes(56)
+        udp = (11111).to_bytes(2, "big") * 2 + (8 + len(payload)).to_bytes(2, "big") + bytes(2) + payload
+        ip = bytes([0x45, 0]) + (20 + len(udp)).to_bytes(2, "big") + bytes(5) + bytes([17]) + bytes(2) + \
+            bytes(src) + bytes(dst) + udp
+        return bytes(12) + b"\x08\x00" + ip
+
+    host, guest = (10, 77, 0, 1), (10, 77, 0, 2)
+    pkts = [(1.000000, frame(host, guest, 5)), (1.000005, frame(host, guest, 6)), (1.000010, frame(host, guest, 7)),
+            (1.000040, frame(guest, host, 5)), (1.000085, frame(guest, host, 6))]
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "cap.pcap")
+        with open(path, "wb") as f:
+            f.write((0xA1B2C3D4).to_bytes(4, "little") + bytes(20))
+            for ts, data in pkts:
+                sec, usec = int(ts), round((ts - int(ts)) * 1e6)
+                f.write(sec.to_bytes(4, "little") + usec.to_bytes(4, "little") + len(data).to_bytes(4, "little") * 2)
+                f.write(data)
+        s = sockperf_pcap.summary(sockperf_pcap.sockperf_events(path))
+    want = {"matched": 2, "unanswered": 1, "tap_rtt_p50_us": 40.0, "tap_rtt_p99_us": 80.0, "reqs": 3, "reps": 2,
+            "req_burst_pct": 100.0, "rep_burst_pct": 0.0}
+    bad = {k: (v, s.get(k)) for k, v in want.items() if s.get(k) != v}
+    if bad:
+        raise Fail(f"sockperf_pcap summary: (expected, got) {bad}")
