@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import backends
 import idle
+import loadlat
 from procs import BenchError
 
 # Test name -> kind, the parameter that forms table rows, the headline
@@ -90,7 +91,8 @@ KEYS = {
     "rr.sizes": ("256/256", "request/response sizes, e.g. 256/256,1/1 or netperf-style 256,256 (pairs then separated by blanks)"),
     "rr.instances": ("1,25,50,100", "concurrent RR instances (table rows)"),
     "rr.burst": ("1", "outstanding transactions per instance (netperf -b)"),
-    "rr.mps": ("", "open loop (rr.role=server): host `sockperf under-load --mps N --reply-every 1` offers N transactions/s instead of ping-pong's closed loop; rows loop=open, their latency is the peer's"),
+    "rr.mps": ("", "open loop (rr.role=server): host `sockperf under-load --mps N --reply-every 1` offers N transactions/s instead of ping-pong's closed loop; rows loop=open, their latency is the peer's. `load`: the load sweep (loadlat.py): per column a closed-loop run measures the maximum, then one open-loop run per load.fractions"),
+    "load.fractions": (loadlat.DEFAULT_FRACTIONS, "rr.mps=load: the offered loads, percent of each column's closed-loop maximum (sockperf ping-pong trans/s)"),
     "rr.role": ("client", "client: the appliance drives a host `sockperf server`; server: host `sockperf ping-pong` drives the appliance (1 instance)"),
     "stream.sizes": ("256,1K,4K,16K", "message sizes (table rows)"),
     "stream.instances": ("1,4", "concurrent streams"),
@@ -233,6 +235,8 @@ class Run:
             cfg = f"{p['req']}/{p['resp']} x{p['instances']}" + (f" b{p['burst']}" if p["burst"] > 1 else "")
             if p.get("mps"):
                 cfg += f" open-loop {p['mps']}/s"
+            if p.get("load") is not None:
+                cfg += " load " + ("max (closed loop)" if p["load"] == "max" else f"{p['load']}%")
         elif TESTS[self.test]["kind"] == "stream":
             cfg = f"msg {p['msg']} x{p['instances']}"
         elif TESTS[self.test]["kind"] == "memcached":
@@ -251,6 +255,7 @@ class Matrix:
             s.update(PAIR_DEFAULTS)
         s.update(given)
         self.raw = s
+        self.given = set(given)
         self.variant_defs = dict(variant_defs)
         self._validate(resolve_variant, guests_known, known_text)
 
@@ -333,8 +338,15 @@ class Matrix:
         self.rr_role = s["rr.role"]
         if self.rr_role not in ("client", "server"):
             raise BenchError(f"bad rr.role '{self.rr_role}' (client|server)")
-        self.rr_mps = self._ints("rr.mps", 1, 1000000) if str(s["rr.mps"]).strip() else [0]
-        if self.rr_mps != [0] and self.rr_role != "server":
+        self.load_fractions = []
+        if str(s["rr.mps"]).strip() == "load":
+            self.load_fractions = loadlat.parse_fractions(split_list(s["load.fractions"]))
+            self.rr_mps = [0]
+        else:
+            self.rr_mps = self._ints("rr.mps", 1, 1000000) if str(s["rr.mps"]).strip() else [0]
+            if "load.fractions" in self.given:
+                raise BenchError("load.fractions is for the load sweep: set rr.mps = load too")
+        if (self.rr_mps != [0] or self.load_fractions) and self.rr_role != "server":
             raise BenchError("rr.mps (open loop) needs rr.role=server: the host's sockperf under-load drives the guest")
         if self.rr_role == "server" and (max(self.rr_instances) > 1 or max(self.rr_burst) > 1):
             raise BenchError("rr.role=server is driven by one `sockperf ping-pong`: use rr.instances=1 rr.burst=1")
@@ -409,7 +421,7 @@ class Matrix:
                 raise BenchError("pairs pick their accelerator themselves (accel auto only)")
             if any(q != r for q, r in self.rr_sizes):
                 raise BenchError("pairs: rr.sizes must be N/N (both sides send rr size bytes)")
-            if self.stream_instances != [1] or self.rr_mps != [0]:
+            if self.stream_instances != [1] or self.rr_mps != [0] or self.load_fractions:
                 raise BenchError("pairs: one stream per pair (stream.instances=1) and closed-loop RR (no rr.mps)")
         self.queues_list = self._ints("queues", 1, 8)  # vnet.h: vnet_open_mq() takes 1..8 pairs
         if len(set(self.queues_list)) != len(self.queues_list):
@@ -542,6 +554,10 @@ class Matrix:
             if kind == "pkt":
                 return [dict(size=z, burst=self.pkt_burst, seconds=self.seconds) for z in self.pkt_sizes]
             return [dict(msg=m, instances=1, seconds=self.seconds) for m in self.stream_sizes]
+        if kind == "rr" and self.load_fractions:
+            # loadlat.py: the closed-loop maximum first, then its fractions
+            return [dict(req=q, resp=r, instances=1, burst=1, seconds=self.seconds, load=ld)
+                    for (q, r) in self.rr_sizes for ld in ["max"] + self.load_fractions]
         if kind == "rr":
             return [
                 dict(req=q, resp=r, instances=i, burst=b, seconds=self.seconds, **({"mps": mps} if mps else {}))
@@ -613,7 +629,8 @@ class Matrix:
             "rr.sizes": [f"{q}/{r}" for q, r in self.rr_sizes],
             "rr.instances": self.rr_instances,
             "rr.burst": self.rr_burst,
-            "rr.mps": self.rr_mps,
+            "rr.mps": "load" if self.load_fractions else self.rr_mps,
+            "load.fractions": self.load_fractions,
             "rr.role": self.rr_role,
             "stream.sizes": self.stream_sizes,
             "stream.instances": self.stream_instances,

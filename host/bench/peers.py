@@ -172,6 +172,7 @@ def parse_sockperf(lines):
         m = re.search(r"\[Valid Duration\] RunTime=([\d.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)", l)
         if m:
             out["peer_transactions"] = int(m.group(3))
+            out["peer_sent"], out["peer_runtime_s"] = int(m.group(2)), float(m.group(1))
             out["peer_tps"] = round(int(m.group(3)) / float(m.group(1)), 1) if float(m.group(1)) else None
     return out
 

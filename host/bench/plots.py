@@ -8,6 +8,8 @@
                                  merged histograms (RR client runs)
   scaling_<test>_<backend>_<size>_<accel>.png   the queues axis: frames/s and
                                  frames/s per host CPU vs queue pairs, per column
+  loadlat_<test>_<backend>_<req>_<resp>.png      the load sweep (loadlat.py):
+                                 sockperf p50 and p99 vs offered msg/s, per column
 
 One line or bar series per column, so another guest is one more series.
 Error bars are the min-max over repetitions. Needs python3-matplotlib
@@ -24,6 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import statistics  # noqa: E402
 
+import loadlat  # noqa: E402
 import report  # noqa: E402
 
 PCTS = (("lat_p50_ns", "p50"), ("lat_p90_ns", "p90"), ("lat_p99_ns", "p99"), ("lat_p999_ns", "p99.9"))
@@ -190,3 +193,36 @@ def plot_scaling(rows, outdir):
         files.append(_save(fig, outdir, _slug("scaling", test, backend, size, accel) + ".png"))
     return files
 
+
+
+def plot_loadlat(rows, cols, outdir):
+    """The load sweep (loadlat.points()): per test, backend and size, the
+    host peer's p50 (solid) and p99 (dashed) round trip against the offered
+    msg/s, one colour per column (medians); the file names."""
+    files = []
+    for (test, backend, req, resp), bycol in sorted(loadlat.load_rows(rows).items(), key=lambda kv: str(kv[0])):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        accels = set()
+        for i, c in enumerate([c for c in cols if c in bycol] + [c for c in bycol if c not in cols]):
+            pts = [(f["offered_mps"], f) for load, f in loadlat.points(bycol[c]) if load != "max"]
+            pts = [(x, f) for x, f in pts if x]
+            if not pts:
+                continue
+            accels.update(f["accel"] for _, f in pts)
+            colour = f"C{i % 10}"
+            for key, style, name in (("peer_lat_p50_ns", "-", "p50"), ("peer_lat_p99_ns", "--", "p99")):
+                xy = [(x, f[key] / 1000) for x, f in pts if f.get(key) is not None]
+                if xy:
+                    ax.plot([x for x, _ in xy], [y for _, y in xy], style, color=colour, marker="o", label=f"{c} {name}")
+        if not ax.lines:
+            plt.close(fig)
+            continue
+        ax.set_yscale("log")
+        ax.set_xlabel("offered msg/s (sockperf under-load --mps)")
+        ax.set_ylabel("round trip (us, sockperf --full-rtt)")
+        ax.set_title(f"{test} {req}/{resp} B latency vs offered load, {backend}\n(accel {','.join(sorted(accels))})",
+                     fontsize=9)
+        ax.legend(fontsize=8)
+        ax.grid(True, which="both", alpha=0.3)
+        files.append(_save(fig, outdir, _slug("loadlat", test, backend, req, resp) + ".png"))
+    return files

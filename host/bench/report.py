@@ -34,6 +34,7 @@ import re
 import statistics
 
 import idle
+import loadlat
 import ndr
 import stats
 from matrix import TESTS
@@ -110,8 +111,8 @@ def groups(rows, columns):
     out = {}
     cols = list(columns)
     for r in rows:
-        if r.get("status") != "ok":
-            continue
+        if r.get("status") != "ok" or isinstance(r.get("load"), (int, float)):
+            continue  # a load point's offered rate is per column: loadlat.table() shows them
         if r["column"] not in cols:
             cols.append(r["column"])
         g = out.setdefault(group_key(r), {})
@@ -527,5 +528,6 @@ def write_all(outdir, rows, columns, baseline, meta, plots=()):
         f.write(markdown(records, cols, baseline, meta, plots))
         f.write("\n".join(idle.table(rows, columns)) + "\n")
         f.write("\n".join(ndr.rfc2544_table(rows, columns)) + "\n")
+        f.write("\n".join(loadlat.table(rows, columns)) + "\n")
         f.write("\n".join(queues_table(rows)) + "\n")
     return records, cols

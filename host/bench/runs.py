@@ -226,12 +226,18 @@ def backend_for(run, m, guest, row):
 def execute(run, m, guest, logdir):
     """Run one configuration; always returns a row, never leaves anything
     running. The run kinds: one guest against host peers (below), a guest
-    pair (run.guest "pair": pairs.execute_run(), guest its Sides), or the
-    NDR/PDR search (test ndr: ndr.execute_run(), trials inside one boot)."""
+    pair (run.guest "pair": pairs.execute_run(), guest its Sides), the
+    NDR/PDR search (test ndr: ndr.execute_run(), trials inside one boot), or
+    a point of the load sweep (params "load": loadlat.execute_run(), which
+    comes back here with the closed or open loop it stands for)."""
     if run.guest == "pair":
         import pairs  # pairs imports this module
 
         return pairs.execute_run(run, m, guest, logdir)
+    if run.params.get("load") is not None:
+        import loadlat  # loadlat imports this module
+
+        return loadlat.execute_run(run, m, guest, logdir, execute)
     row = base_row(run, m)
     if TESTS[run.test]["kind"] == "ndr":
         import ndr  # ndr imports this module

@@ -361,7 +361,7 @@ def write_results(out, rows, columns, baseline, meta):
             for r in rows if r["status"] == "ok"
         ]
         records, cols = report.summarise(rows, columns, baseline)
-        files = plots.plot_all(records, cols, out) + plots.plot_scaling(rows, out)
+        files = plots.plot_all(records, cols, out) + plots.plot_scaling(rows, out) + plots.plot_loadlat(rows, columns, out)
         report.write_all(out, rows, columns, baseline, meta, files)
         section = pairs.report_section(rows)
         if section:
