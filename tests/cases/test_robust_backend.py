@@ -129,7 +129,13 @@ def test_harness_refuses_a_truncated_interval(t):
                     net=f"tap:{ns.tap}", ns=ns, timeout=60)
         g.wait_line(r"^rr server listening", timeout=30)
         sp = ns.popen(["sockperf", "ping-pong", "-i", NS_GUEST_IP, "-p", "11111", "-t", "8"],
-                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        # From sockperf's own start (on a loaded host it may start late:
+        # then the interval held no request at all and the guest's ERROR
+        # said so), 1 s of warm-up and ~2.5 s measured before the tap goes.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "Starting test" not in (sp.stdout.readline() or "Starting test"):
+            pass
         time.sleep(3.5)
         ns.run(["ip", "link", "set", ns.tap, "down"], timeout=10, check=True)
         g.wait()
