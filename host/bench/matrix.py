@@ -110,6 +110,7 @@ KEYS = {
     "ndr.max_rate": ("200000", "ndr: the first (highest) offered rate, frames/s"),
     "ndr.pdr": ("0.5", "ndr: PDR's loss bound in percent (NDR: 0)"),
     "ndr.precision": ("5", "ndr: the search ends when [pass, fail) is at most this percent of the failing rate"),
+    "ndr.latency": ("", "ndr: after the search, one trial at each of these percentages of the NDR found (e.g. 10 50 90 99), the peer timing every frame's round trip: latency against offered load at the packet level (report.md's latency table; none by default)"),
     "accel": ("auto", "accelerators, an axis like machine: auto|kvm|tcg, passed to host/qemu-run.sh --accel (kvm also takes this machine kind's kvm_pvm in native mode; the stock Linux guest runs KVM only on hardware virtualisation and TCG otherwise, named in its rows); with more than one, every column splits into COLUMN@ACCEL"),
     "cpu": ("", "QEMU CPU model of every guest (default: per accelerator, guests.CPU_MODEL: TCG qemu64, KVM host)"),
     "machine": ("pc", "machines, an axis like backends: pc, q35, microvm (no PCI: virtio-mmio found through ACPI), microvm-noacpi (microvm,acpi=off: virtio-mmio from the kernel command line, interrupts through the 8259 instead of an I/O APIC); with more than one, every column splits into COLUMN@MACHINE"),
@@ -381,6 +382,8 @@ class Matrix:
         if self.ndr_mode not in ("macswap", "reflect"):
             raise BenchError(f"bad ndr.mode '{self.ndr_mode}' (macswap|reflect)")
         self.ndr_max_rate = self._int("ndr.max_rate", 2, 100000000)
+        lat = split_list(s["ndr.latency"])
+        self.ndr_latency = loadlat.parse_fractions(lat) if lat else []
         try:
             self.ndr_pdr, self.ndr_precision = float(s["ndr.pdr"]), float(s["ndr.precision"])
         except ValueError:
@@ -576,7 +579,8 @@ class Matrix:
             return [dict(size=z, burst=self.pkt_burst, seconds=self.seconds) for z in self.pkt_sizes]
         if kind == "ndr":
             return [dict(size=z, trial=self.ndr_trial, mode=self.ndr_mode, max_rate=self.ndr_max_rate,
-                         pdr=self.ndr_pdr, precision=self.ndr_precision, seconds=self.ndr_trial)
+                         pdr=self.ndr_pdr, precision=self.ndr_precision, seconds=self.ndr_trial,
+                         **({"latency": self.ndr_latency} if self.ndr_latency else {}))
                     for z in self.ndr_sizes]
         return [dict(size=z, seconds=self.seconds) for z in self.ping_sizes]
 

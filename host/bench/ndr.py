@@ -156,15 +156,16 @@ def guest_trial(boot, number, timeout=5.0):
     return json.loads(pat.match(item[2]).group(1)) if item else None
 
 
-def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True):
+def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True, lat=False):
     """One trial: pktpeer.py swap in the backend's namespace, its trial
     marker, and the guest's own count of the trial (marks: the guest
     prints PKT_TRIAL lines; the linux guest's XDP_TX does not, and its
-    trials are counted by the peer alone)."""
+    trials are counted by the peer alone). lat: the peer also times each
+    frame's round trip (the trial's `rtt`)."""
     n = max(1, int(rate * trial_s))
     number = len(log)
     argv = backend.wrap([sys.executable, PKTPEER, "swap", backend.tap, mac, str(n), str(rate), mode, "1",
-                         str(size), str(number)])
+                         str(size), str(number), "1" if lat else "0"])
     r = procs.run(argv, timeout=trial_s * 4 + 60, check=False)
     lines = (r.stdout or "").strip().splitlines()
     if r.returncode or not lines:
@@ -180,6 +181,8 @@ def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True):
          "peer_sock_drops": back.get("sock_drops", back.get("udp_rcvbuf_errors", 0)),
          "send_s": res["send_s"], "offered_pps": round(offered, 1),
          "generator_limited": offered < GENERATOR_SLACK * rate}
+    if lat:
+        t["rtt"] = back.get("rtt")
     # Loss at both ends, this trial alone: into the guest (sent = what it
     # received + the tap's drops) and out of it (what it forwarded = what
     # came back + the peer socket's drops).
@@ -225,6 +228,14 @@ def execute_run(run, m, guest, logdir, row):
         found = search(lambda rate: peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"],
                                                peer_log, marks=not linux),
                        p["max_rate"], p["pdr"], p["precision"])
+        # Latency against offered load: one timed trial at each
+        # ndr.latency percentage of the NDR just found, the same boot.
+        lat_steps = []
+        for pct in p.get("latency") or ():
+            rate = max(1, int(round(found["ndr"] * pct / 100.0)))
+            t = peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"], peer_log, marks=not linux,
+                           lat=True)
+            lat_steps.append(dict(t, load=pct, rate=rate))
         kind, obj, _ = boot.wait_result(p["trial"] + 30)
         st = boot.proc.wait(15)
         row["accel"] = boot.accel()
@@ -242,17 +253,23 @@ def execute_run(run, m, guest, logdir, row):
         row["ndr_generator_limited"] = any(
             s["generator_limited"] for s in steps if s["pass"] and s["rate"] in (found["ndr"], found["pdr"]))
         row["ndr_max_offered_pps"] = max(s["offered_pps"] for s in steps)
-        # Both ends: what the peer sent must be what the guest received
-        # plus the tap's drops, what the guest forwarded must be what came
-        # back plus what the peer's socket dropped.
-        sent = sum(s["sent"] for s in steps)
-        back = sum(s["received"] for s in steps)
-        tap_drops = sum(s["tap_tx_dropped"] for s in steps)
-        sock_drops = sum(s["peer_sock_drops"] for s in steps)
+        if lat_steps:
+            row["lat_steps"] = [{k: v for k, v in t.items() if k != "rtt"} | {
+                f"lat_{k}": v for k, v in (t.get("rtt") or {}).items() if k != "n"} | {
+                "lat_n": (t.get("rtt") or {}).get("n", 0)} for t in lat_steps]
+        # Both ends, over every trial of the boot (search and latency):
+        # what the peer sent must be what the guest received plus the
+        # tap's drops, what the guest forwarded must be what came back plus
+        # what the peer's socket dropped.
+        trials = steps + lat_steps
+        sent = sum(s["sent"] for s in trials)
+        back = sum(s["received"] for s in trials)
+        tap_drops = sum(s["tap_tx_dropped"] for s in trials)
+        sock_drops = sum(s["peer_sock_drops"] for s in trials)
         if linux:
             # eth0's counters over the serving phase: every frame, the
             # trial markers (one per trial, reflected too) included.
-            marks = len(steps)
+            marks = len(trials)
             check = {"peer_sent": sent, "tap_dropped": tap_drops, "markers": marks,
                      "guest_received": obj.get("rx_frames"), "guest_forwarded": obj.get("tx_frames"),
                      "guest_dropped": (obj.get("rx_frames") or 0) - (obj.get("tx_frames") or 0),
@@ -266,8 +283,8 @@ def execute_run(run, m, guest, logdir, row):
                      "peer_back": back, "peer_sock_drops": sock_drops}
             check["closes"] = (sent == (obj.get("seq_frames") or 0) + tap_drops and
                                obj.get("frames") == back + sock_drops)
-        check["trials_closed"] = sum(1 for s in steps if s.get("closes"))
-        check["trials_unmarked"] = sum(1 for s in steps if s.get("closes") is None)
+        check["trials_closed"] = sum(1 for s in trials if s.get("closes"))
+        check["trials_unmarked"] = sum(1 for s in trials if s.get("closes") is None)
         row["ndr_check"] = check
         for k in ("variant", "accel", "backend"):
             if k in obj:
@@ -329,4 +346,44 @@ def rfc2544_table(rows, columns):
                              f"{', generator-limited' if any(r.get('ndr_generator_limited') for r in rs) else ''})")
             out.append(f"| {z} | " + " | ".join(cells) + " |")
         out.append("")
+    return out
+
+
+def latency_table(rows, columns):
+    """report.md lines: the round trips of the timed trials at ndr.latency
+    percentages of each run's NDR (the peer's, from send() to the kernel's
+    receive stamp), per backend and frame size: a row per column and load,
+    medians over the repetitions."""
+    ok = [r for r in rows if r.get("test") == "ndr" and r.get("status") == "ok" and r.get("lat_steps")]
+    if not ok:
+        return []
+    out = ["### Latency against offered load (packet level: ndr.latency)", "",
+           "Each run found its NDR, then offered one trial at each percentage of it in the same boot, the peer "
+           "timing every frame's round trip (tests/tools/pktpeer.py swap with LAT 1: from just after its send() "
+           "to the kernel's receive stamp of the frame that came back). Latencies in us, medians over n runs; "
+           "loss = frames of that trial that did not come back.", ""]
+    for backend in sorted({r["backend"] for r in ok}):
+        for z in sorted({str(r["size"]) for r in ok if r["backend"] == backend}):
+            out += [f"**{backend}, {z} B**", "",
+                    "| column | load % of NDR | offered frames/s | loss % | p50 | p90 | p99 | p99.9 | max | n |",
+                    "|---|---|---|---|---|---|---|---|---|---|"]
+            for c in [c for c in columns if any(r["column"] == c for r in ok)]:
+                rs = [r for r in ok if r["column"] == c and r["backend"] == backend and str(r["size"]) == z]
+                for pct in sorted({t["load"] for r in rs for t in r["lat_steps"]}):
+                    ts = [t for r in rs for t in r["lat_steps"] if t["load"] == pct and t.get("lat_n")]
+
+                    def med(k, scale=1.0):
+                        v = sorted(t[k] * scale for t in ts if t.get(k) is not None)
+                        return v[len(v) // 2] if v else None
+
+                    def us(k):
+                        v = med(k, 1e-3)
+                        return "-" if v is None else f"{v:,.1f}"
+
+                    loss = [100.0 * (t["sent"] - t["received"]) / t["sent"] for t in ts if t["sent"]]
+                    out.append(f"| {c} | {pct} | {med('rate') or 0:,.0f} | "
+                               f"{(sorted(loss)[len(loss) // 2] if loss else 0):.2f} | {us('lat_p50_ns')} | "
+                               f"{us('lat_p90_ns')} | {us('lat_p99_ns')} | {us('lat_p999_ns')} | {us('lat_max_ns')} | "
+                               f"{len(ts)} |")
+            out.append("")
     return out

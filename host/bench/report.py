@@ -528,6 +528,7 @@ def write_all(outdir, rows, columns, baseline, meta, plots=()):
         f.write(markdown(records, cols, baseline, meta, plots))
         f.write("\n".join(idle.table(rows, columns)) + "\n")
         f.write("\n".join(ndr.rfc2544_table(rows, columns)) + "\n")
+        f.write("\n".join(ndr.latency_table(rows, columns)) + "\n")
         f.write("\n".join(loadlat.table(rows, columns)) + "\n")
         f.write("\n".join(queues_table(rows)) + "\n")
     return records, cols

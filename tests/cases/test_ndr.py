@@ -124,7 +124,8 @@ def test_ndr_harness_runs_on_tap(t):
                             os.path.join(TOP, "host", "bench", "matrices", "ndr.txt"), "--tests", "pkt_txonly,ndr",
                             "--variants", "base", "--guests", "vnetlab", "--backends", "tap",
                             "--ndr-sizes", "64", "--pkt-sizes", "64", "--ndr-trial", "1", "--ndr-max-rate", "4000",
-                            "--seconds", "2", "--out", out], cwd=TOP, capture_output=True, text=True, timeout=600)
+                            "--ndr-latency", "10 90", "--seconds", "2", "--out", out], cwd=TOP, capture_output=True,
+                           text=True, timeout=600)
         if r.returncode:
             raise Fail(f"vnetbench exited {r.returncode}:\n{(r.stdout + r.stderr)[-2000:]}")
         rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
@@ -141,8 +142,64 @@ def test_ndr_harness_runs_on_tap(t):
         raise Fail(f"ndr row: counts must close and NDR be in (0, 4000]: {n['ndr_check']} ndr {n['ndr_pps']}")
     # Every trial counted at both ends: the guest's PKT_TRIAL line for its
     # marker, and the frames add up into and out of the guest.
-    if n["ndr_check"]["trials_closed"] != len(n["ndr_steps"]):
-        raise Fail(f"ndr: {n['ndr_check']['trials_closed']} of {len(n['ndr_steps'])} trials closed at both ends: "
-                   f"{[(s['rate'], s.get('guest_received'), s.get('closes')) for s in n['ndr_steps']]}")
+    lat = n.get("lat_steps") or []
+    if n["ndr_check"]["trials_closed"] != len(n["ndr_steps"]) + len(lat):
+        raise Fail(f"ndr: {n['ndr_check']['trials_closed']} of {len(n['ndr_steps'])} + {len(lat)} trials closed at "
+                   f"both ends: {[(s['rate'], s.get('guest_received'), s.get('closes')) for s in n['ndr_steps'] + lat]}")
+    # Latency against offered load: a timed trial at 10 and 90 % of the
+    # NDR found, every frame that came back timed.
+    if [(x["load"], x["rate"]) for x in lat] != [(p, max(1, round(n["ndr_pps"] * p / 100))) for p in (10, 90)]:
+        raise Fail(f"latency trials {[(x['load'], x['rate']) for x in lat]} are not 10 and 90 % of NDR {n['ndr_pps']}")
+    for x in lat:
+        if x["lat_n"] != x["received"] or not 0 < x["lat_p50_ns"] <= x["lat_p99_ns"] <= x["lat_max_ns"]:
+            raise Fail(f"latency trial at {x['load']} %: {x['lat_n']} round trips timed of {x['received']} back, "
+                       f"p50 {x.get('lat_p50_ns')} p99 {x.get('lat_p99_ns')} max {x.get('lat_max_ns')}")
+    if "### Latency against offered load (packet level" not in report or "| base | 90 |" not in report:
+        raise Fail("report.md has no packet-level latency table")
     if "RFC 2544 throughput (tap; mode macswap" not in report or "| 64 | NDR " not in report:
         raise Fail("report.md has no RFC 2544 table")
+
+
+def test_ndr_latency_table_rtt_and_key(t):
+    """The packet-level latency pieces without a guest: the peer's round-trip
+    percentiles, report.md's table, and the ndr.latency key's checks."""
+    import guests
+    import matrix
+    from procs import BenchError
+
+    sys.path.insert(0, os.path.join(TOP, "tests", "tools"))
+    import pktpeer
+
+    rtt = pktpeer.Rtt(200)
+    for i in range(100):
+        rtt.stamps[i] = 1000
+    for i in range(100):
+        rtt.add(i, 1000 + (i + 1) * 10)  # round trips of 10, 20, ... 1000 ns
+    rtt.add(5, 99999)  # a duplicate: no second round trip
+    rtt.add(150, 5000)  # never sent: not timed
+    got = rtt.report()
+    want = {"n": 100, "p50_ns": 510, "p90_ns": 910, "p99_ns": 1000, "p999_ns": 1000, "max_ns": 1000, "mean_ns": 505}
+    if got != want:
+        raise Fail(f"Rtt.report(): {got}, expected {want}")
+    rows = [{"test": "ndr", "status": "ok", "backend": "tap", "column": c, "size": "64",
+             "lat_steps": [{"load": 50, "rate": r, "sent": 1000, "received": 990, "lat_n": 990,
+                            "lat_p50_ns": 40000 * k, "lat_p90_ns": 50000 * k, "lat_p99_ns": 90000 * k,
+                            "lat_p999_ns": 95000 * k, "lat_max_ns": 99000 * k}]}
+            for c, r, k in (("base", 5000, 1), ("linux", 2500, 3))]
+    text = "\n".join(ndr.latency_table(rows, ["base", "linux"]))
+    for want in ("| base | 50 | 5,000 | 1.00 | 40.0 | 50.0 | 90.0 | 95.0 | 99.0 | 1 |",
+                 "| linux | 50 | 2,500 | 1.00 | 120.0 | 150.0 | 270.0 | 285.0 | 297.0 | 1 |"):
+        if want not in text:
+            raise Fail(f"latency table lacks {want!r}:\n{text}")
+    if ndr.latency_table([dict(rows[0], lat_steps=None)], ["base"]):
+        raise Fail("a table without latency trials")
+    base = {"tests": "ndr", "guests": "vnetlab", "backends": "tap"}
+    m = matrix.Matrix(dict(base, **{"ndr.latency": "90 10"}), {"default": ""}, lambda v: None, list(guests.KINDS))
+    if {str(r.params.get("latency")) for r in m.runs()} != {"[10, 90]"}:
+        raise Fail(f"ndr.latency 90 10: runs carry {[r.params.get('latency') for r in m.runs()]}")
+    for bad in ("0", "150", "fast", "10 10"):
+        try:
+            matrix.Matrix(dict(base, **{"ndr.latency": bad}), {"default": ""}, lambda v: None, list(guests.KINDS))
+        except BenchError:
+            continue
+        raise Fail(f"ndr.latency {bad!r} accepted")

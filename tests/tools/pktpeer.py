@@ -33,7 +33,10 @@ could not do what it was asked).
                            2544's: FCS included) or imix (the 7:4:1 cycle);
                            then, given TRIAL, a trial marker with that
                            number (the guest prints its PKT_TRIAL line);
-                           host/bench/ndr.py runs one trial with it
+                           host/bench/ndr.py runs one trial with it; LAT 1:
+                           also each numbered frame's round trip, from just
+                           after its send() to the kernel's receive stamp
+                           (SO_TIMESTAMPNS), as back.rtt percentiles
 """
 
 import json
@@ -146,10 +149,54 @@ def sock_drops(s):
     return drops
 
 
-def drain(s, count, accept, idle, deadline, hdr=0):
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # asm-generic/socket.h; SCM_TIMESTAMPNS is the same
+
+
+def stamped_recv(s):
+    """Kernel receive timestamps on s (SO_TIMESTAMPNS): a function that
+    reads one frame as (data, addr, t_ns), t_ns (CLOCK_REALTIME) when the
+    frame reached the socket, not when this loop got round to reading it."""
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+
+    def recv():
+        data, anc, _flags, addr = s.recvmsg(65536, socket.CMSG_SPACE(16))
+        for level, kind, v in anc:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(v) >= 16:
+                sec, nsec = struct.unpack("qq", v[:16])
+                return data, addr, sec * 1000000000 + nsec
+        return data, addr, time.time_ns()
+    return recv
+
+
+class Rtt:
+    """Round trips of numbered frames: the send time of each number
+    (stamps, filled by send_frames) against the kernel's receive stamp."""
+
+    def __init__(self, n):
+        self.stamps = [0] * n
+        self.ns = []
+
+    def add(self, seq, t_ns):
+        if 0 <= seq < len(self.stamps) and self.stamps[seq]:
+            self.ns.append(t_ns - self.stamps[seq])
+            self.stamps[seq] = 0  # a duplicate is no second round trip
+
+    def report(self):
+        v = sorted(self.ns)
+        if not v:
+            return {"n": 0}
+
+        def pct(p):
+            return v[min(len(v) - 1, int(p / 100.0 * len(v)))]
+        return {"n": len(v), "p50_ns": pct(50), "p90_ns": pct(90), "p99_ns": pct(99), "p999_ns": pct(99.9),
+                "max_ns": v[-1], "mean_ns": round(sum(v) / len(v))}
+
+
+def drain(s, count, accept, idle, deadline, hdr=0, recv=None, rtt=None):
     """Read frames into count until idle seconds pass with none accepted
     (after the first) or the deadline; returns when it stopped. hdr: the
-    header bytes the socket does not return (a UDP socket's 42)."""
+    header bytes the socket does not return (a UDP socket's 42); recv, rtt:
+    read with stamped_recv() and time each numbered frame into rtt."""
     last = None
     while True:
         now = time.monotonic()
@@ -158,10 +205,12 @@ def drain(s, count, accept, idle, deadline, hdr=0):
         r, _, _ = select.select([s], [], [], min(0.1, deadline - now))
         if not r:
             continue
-        data, addr = s.recvfrom(65536)
+        data, addr, t_ns = recv() if recv else (*s.recvfrom(65536), 0)
         seq = accept(data, addr)
         if seq is not None:
             count.add(seq, hdr + len(data) + FCS)
+            if rtt:
+                rtt.add(seq, t_ns)
             last = time.monotonic()
 
 
@@ -186,7 +235,7 @@ def pace(i, t0, rate):
             time.sleep(delay)
 
 
-def send_frames(s, iface, dmac, n, rate, skip, on_idle=None, size="64"):
+def send_frames(s, iface, dmac, n, rate, skip, on_idle=None, size="64", stamps=None):
     smac = if_mac(iface)
     sizes = IMIX if size == "imix" else (int(size),)
     dropped0 = if_stat(iface, "tx_dropped")
@@ -201,6 +250,8 @@ def send_frames(s, iface, dmac, n, rate, skip, on_idle=None, size="64"):
         except BlockingIOError:
             time.sleep(0.0005)
             continue
+        if stamps is not None:
+            stamps[seq] = time.time_ns()  # the tap has it: its round trip starts
         sent += 1
         seq += 1
         if on_idle:
@@ -227,7 +278,7 @@ def cmd_send(iface, dmac, n, rate, skip=-1, other=0):
     return 0
 
 
-def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None):
+def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0"):
     tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     tx.bind((iface, 0))
     tx.settimeout(5)
@@ -255,27 +306,34 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None):
     else:
         out(error=f"unknown mode {mode}")
         return 1
+    rtt = Rtt(int(n)) if lat == "1" else None
+    recv = stamped_recv(rx) if rtt else None
     rx.setblocking(False)
 
     def poll_rx():
         while True:
             try:
-                data, addr = rx.recvfrom(65536)
+                data, addr, t_ns = recv() if recv else (*rx.recvfrom(65536), 0)
             except BlockingIOError:
                 return
             seq = accept(data, addr)
             if seq is not None:
                 count.add(seq, hdr + len(data) + FCS)
+                if rtt:
+                    rtt.add(seq, t_ns)
 
-    res = send_frames(tx, iface, mac_bytes(dmac), int(n), float(rate), -1, poll_rx, size)
+    res = send_frames(tx, iface, mac_bytes(dmac), int(n), float(rate), -1, poll_rx, size,
+                      rtt.stamps if rtt else None)
     rx.setblocking(True)
-    drain(rx, count, accept, float(wait), time.monotonic() + 30, hdr)
+    drain(rx, count, accept, float(wait), time.monotonic() + 30, hdr, recv, rtt)
     if count.frames == 0:
         poll_rx()
     if trial is not None:
         # After everything came back: the guest prints what it counted.
         tx.send(frame(mac_bytes(dmac), mine, int(trial), 64, MARKER))
     rep = count.report()
+    if rtt:
+        rep["rtt"] = rtt.report()
     if mode == "macswap":
         rep["sock_drops"] = sock_drops(rx)
     else:
