@@ -35,6 +35,7 @@ import statistics
 
 import idle
 import ndr
+import pktgen
 import stats
 from matrix import TESTS
 
@@ -527,5 +528,6 @@ def write_all(outdir, rows, columns, baseline, meta, plots=()):
         f.write(markdown(records, cols, baseline, meta, plots))
         f.write("\n".join(idle.table(rows, columns)) + "\n")
         f.write("\n".join(ndr.rfc2544_table(rows, columns)) + "\n")
+        f.write("\n".join(pktgen.reference_table(rows, columns)) + "\n")
         f.write("\n".join(queues_table(rows)) + "\n")
     return records, cols
