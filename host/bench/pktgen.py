@@ -499,7 +499,11 @@ def _guest(run, m, guest, backend, row, tps, extra):
         got = (obj.get("frames") or 0) + (obj.get("rx_other") or 0) + (obj.get("fwd_unsent") or 0)
         row["unaccounted"] = (row.get("gen_sent") or 0) - got
         row["unaccounted_back"] = (obj.get("frames") or 0) - (row.get("gen_back") or 0)
-        row["closes"] = closes(backend, row["unaccounted"]) and row["unaccounted_back"] == 0
+        # On tap the way back ends in testpmd's packet socket, whose drops
+        # DPDK 22.11's af_packet PMD does not report: there the loss back
+        # is only bounded below (>= 0), the rest is `unaccounted_back`.
+        back_ok = row["unaccounted_back"] >= 0 if backend.name == "tap" else row["unaccounted_back"] == 0
+        row["closes"] = closes(backend, row["unaccounted"]) and back_ok
         row["unsequenced"] = True
     elif rxonly:
         # Every frame the generator sent reached the guest or was dropped
@@ -519,8 +523,9 @@ def _guest(run, m, guest, backend, row, tps, extra):
         # socket's ring full: PACKET_STATISTICS drops; vhost-user: none).
         missed = ps.get("RX-missed") or 0
         row.update(sink_received=s.get("RX-packets"), sink_rx_missed=missed)
-        row["closes"] = (obj.get("frames") or 0) == (s.get("RX-packets") or 0) + missed + (drops or 0)
         row["unaccounted"] = (obj.get("frames") or 0) - (s.get("RX-packets") or 0) - missed - (drops or 0)
+        # The same on tap: the packet socket's own drops are not reported.
+        row["closes"] = row["unaccounted"] >= 0 if backend.name == "tap" else row["unaccounted"] == 0
 
 
 def reference_table(rows, columns):
