@@ -311,6 +311,10 @@ def make_backend(run, m, guest, row):
                    error=f"{run.test} with pkt.generator={run.params.get('generator')}: backends tap and "
                          f"vhost-user (no options) only")
         return None
+    if b.queues > 1:
+        row.update(status="skipped", wall_s=0.0,
+                   error=f"{run.test} with pkt.generator={run.params.get('generator')}: one queue pair only")
+        return None
     if b.name == "vhost-user":
         b = VhostUserGen(b.spec, b.opts, b.pin, b.queues)
     elif guest.name == "reference":
