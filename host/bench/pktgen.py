@@ -1,7 +1,8 @@
 """pktgen.py: host packet generators beyond the Python raw socket
 (`pkt.generator = testpmd`) and the backend's no-guest reference column
-(`guests = reference`), the run kind of `pkt_rxonly` and of `pkt_txonly`
-with a testpmd sink.
+(`guests = reference`), the run kind of `pkt_rxonly`, `pkt_macswap` (the
+PVP loop: testpmd flowgen sends and counts what the appliance's macswap
+returns) and of `pkt_txonly` with a testpmd sink.
 
 The generator and sink is dpdk-testpmd itself (Debian package dpdk-dev),
 in interactive mode, commands on its stdin, in the run's network namespace
@@ -20,7 +21,10 @@ VNPK sequence number: the guest counts them as frames (`frames`, not
 `seq_frames`), so gaps are never claimed; the count closes instead: what
 testpmd's forward statistics say it sent (TX-packets; TX-dropped are the
 bursts the port refused, back-pressure, never on the wire) = what the
-guest received + the tap's tx_dropped (tap only).
+guest received, exactly on vhost-user; on tap up to the packet socket's
+ring may stay unsent at the stop (`closes()`), tun's tx_dropped are
+attempts that ring sends again, and the way back into the af_packet PMD
+has no drop counter (only >= 0 is checked).
 
 The reference column has no VM: the same generator on the same backend
 with the fastest consumer testpmd has behind it --
@@ -58,7 +62,6 @@ AF_PACKET_RING = 512
 START_TIMEOUT = 60
 PKTPEER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests",
                        "tools", "pktpeer.py")
-GENERATORS = ("python", "testpmd")
 PKT_TESTS = ("pkt_rxonly", "pkt_txonly", "pkt_macswap")  # the tests with a reference row
 
 
@@ -133,7 +136,7 @@ class Testpmd:
 
     count = 0
 
-    def __init__(self, backend, name, vdevs, mode, lcores, size=None, mem=1024, mbufs=None, rxd=None, flows=False):
+    def __init__(self, backend, name, vdevs, mode, lcores, size=None, mem=1024, mbufs=None, flows=False):
         # lcores = (main, forwarding): EAL's main lcore is the lowest of -l
         # unless --main-lcore says otherwise (-l 1,0 alone would put both
         # testpmds' forwarding lcores on CPU 1: measured, a tenth of the rate).
@@ -154,8 +157,6 @@ class Testpmd:
             args += ["--flowgen-flows=1"]
         if mbufs:
             args += [f"--total-num-mbufs={mbufs}"]
-        if rxd:
-            args += [f"--rxd={rxd}", f"--txd={rxd}"]
         eal = ["-l", f"{lcores[0]},{lcores[1]}", "--main-lcore", str(lcores[0]), "--no-huge", "-m", str(mem), "--no-pci", "--file-prefix", prefix]
         for v in vdevs:
             eal += ["--vdev", v]
