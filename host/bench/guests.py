@@ -151,6 +151,13 @@ class Vnetlab:
             # and ends 3 s after the last trial's frames.
             k.update({"app": "pkt", "pkt.mode": p["mode"], "pkt.seconds": self.m.run_timeout, "pkt.idle": 3})
             return k
+        if test in ("pkt_rxonly", "pkt_macswap"):
+            # Counts (and swaps back) what the host generator sends
+            # (pktgen.py), for as long as the run may last; ends 2 s after
+            # the last frame.
+            k.update({"app": "pkt", "pkt.mode": test[4:], "pkt.seconds": self.m.run_timeout, "pkt.idle": 2,
+                      "pkt.burst": p["burst"]})
+            return k
         if test == "pkt_txonly":
             # Full speed into the host's sink for the run's seconds.
             k.update({"app": "pkt", "pkt.mode": "txonly", "pkt.size": p["size"], "pkt.burst": p["burst"],
@@ -421,6 +428,8 @@ class Linux:
             return "slirp does not forward ICMP to the guest: ping needs tap, vhost or vhost-user"
         if kind in ("pkt", "ndr") and backend.name == "user":
             return f"{test}: the host peer is a raw socket on the namespace's kernel tap (tap, vhost, vhost-user)"
+        if test in ("pkt_rxonly", "pkt_macswap") or (test == "pkt_txonly" and self.m.pkt_generator != "python"):
+            return f"{test} with pkt.generator={self.m.pkt_generator}: not run on the linux guest (its xdp-drop is not wired)"
         if kind == "ndr" and self.m.ndr_mode != "macswap":
             return "ndr: the linux guest forwards with XDP_TX (xdp-bench tx, MACs swapped): use ndr.mode=macswap"
         return None
@@ -561,7 +570,7 @@ class Loopback:
         if backend.name == "user":
             return "loopback runs in the network namespace of a tap-like backend; slirp has none"
         if kind in ("pkt", "ndr"):
-            return f"{test}: the loopback column has no packet-level path (the backend reference rate is not built)"
+            return f"{test}: the loopback column has no packet-level path (the backend's reference is guests = reference)"
         if kind == "rr" and self.m.rr_role != "server":
             return "loopback only serves (stock sockperf server): use rr.role=server"
         if kind == "stream" and self.m.stream_role != "server":
@@ -602,7 +611,36 @@ def read_manifest(path):
     return out
 
 
-KINDS = {"vnetlab": Vnetlab, "linux": Linux, "loopback": Loopback}
+class Reference:
+    """The backend's no-guest reference (pktgen.py): the host generator
+    into the same backend with a testpmd consumer where the guest would be;
+    pkt tests on tap and vhost-user only. Its runs never boot anything."""
+
+    name = "reference"
+
+    def __init__(self, matrix, log):
+        self.m = matrix
+        self.log = log
+
+    def prepare(self):
+        import pktgen
+
+        pktgen.need_testpmd()
+
+    def describe(self):
+        return ("guest reference: no VM -- dpdk-testpmd txonly into the backend with a second testpmd "
+                "where the guest would be (virtio_user on vhost-user, the tap PMD on tap): the generator's "
+                "own rate on that backend (pktgen.py)")
+
+    def supports(self, test, backend):
+        if test not in ("pkt_rxonly", "pkt_txonly", "pkt_macswap"):
+            return f"{test}: the reference column measures the packet tests only (pkt_rxonly, pkt_txonly, pkt_macswap)"
+        if backend.name not in ("tap", "vhost-user"):
+            return f"the reference column runs on tap and vhost-user, not {backend.name}"
+        return None
+
+
+KINDS = {"vnetlab": Vnetlab, "linux": Linux, "loopback": Loopback, "reference": Reference}
 
 
 def make(name, matrix, log):

@@ -35,6 +35,10 @@ TESTS = {
     "memcached": dict(kind="memcached", row="instances", metric="tps", up=True),
     # app=pkt txonly at full speed into a tests/tools/pktpeer.py recv sink; rows = frame size
     "pkt_txonly": dict(kind="pkt", row="size", metric="pps", up=True),
+    # a host generator (pkt.generator) into app=pkt rxonly, the guest counts (pktgen.py); rows = frame size
+    "pkt_rxonly": dict(kind="pkt", row="size", metric="pps", up=True),
+    # testpmd flowgen into app=pkt macswap, counting what comes back: the PVP loop (pktgen.py)
+    "pkt_macswap": dict(kind="pkt", row="size", metric="pps", up=True),
     # app=pkt against tests/tools/pktpeer.py: the NDR/PDR search (ndr.py); rows = frame size
     "ndr": dict(kind="ndr", row="size", metric="ndr_pps", up=True),
 }
@@ -104,6 +108,7 @@ KEYS = {
     "memcached.threads": ("2", "memcached: memcaslap -T (client threads); a list gives one table per value"),
     "pkt.sizes": ("64", "pkt_txonly: frame sizes (RFC 2544's, FCS included), 64..1518 or imix (table rows)"),
     "pkt.burst": ("32", "pkt_txonly: frames the appliance sends per pass at most (pkt.burst)"),
+    "pkt.generator": ("python", "pkt_rxonly: the host generator, python (tests/tools/pktpeer.py send) or testpmd (dpdk-testpmd txonly on the guest's vhost-user port, or its net_af_packet PMD on the tap); pkt_txonly: the sink, python (pktpeer.py recv) or testpmd (rxonly); pktgen.py"),
     "ndr.sizes": ("64", "ndr: frame sizes in bytes given to the device (FCS excluded), 64..1518 or imix (table rows)"),
     "ndr.trial": ("2", "ndr: seconds per trial of the search"),
     "ndr.mode": ("macswap", "ndr: the appliance's app=pkt mode, macswap (the PVP loop) or reflect"),
@@ -377,6 +382,9 @@ class Matrix:
                     raise BenchError(f"bad {key} entry '{z}' (64..1518 or imix: app=pkt's pkt.size)")
                 out.append(z)  # strings: "imix" sorts with them
         self.pkt_burst = self._int("pkt.burst", 1, 256)
+        self.pkt_generator = str(s["pkt.generator"]).strip()
+        if self.pkt_generator not in ("python", "testpmd"):
+            raise BenchError(f"bad pkt.generator '{self.pkt_generator}' (python|testpmd)")
         self.ndr_trial = self._int("ndr.trial", 1, 600)
         self.ndr_mode = str(s["ndr.mode"]).strip()
         if self.ndr_mode not in ("macswap", "reflect"):
@@ -576,7 +584,8 @@ class Matrix:
             return [dict(instances=c, threads=t, seconds=self.seconds)
                     for t in self.mc_threads for c in self.mc_concurrency]
         if kind == "pkt":
-            return [dict(size=z, burst=self.pkt_burst, seconds=self.seconds) for z in self.pkt_sizes]
+            return [dict(size=z, burst=self.pkt_burst, seconds=self.seconds, generator=self.pkt_generator)
+                    for z in self.pkt_sizes]
         if kind == "ndr":
             return [dict(size=z, trial=self.ndr_trial, mode=self.ndr_mode, max_rate=self.ndr_max_rate,
                          pdr=self.ndr_pdr, precision=self.ndr_precision, seconds=self.ndr_trial,

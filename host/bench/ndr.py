@@ -32,8 +32,8 @@ thousands of frames per second at most, so the search finds the smaller
 of the guest's and the generator's limit; each step records what was
 really offered (`offered_pps`), and a figure whose trial the generator
 could not offer in time is marked `ndr_generator_limited` (a floor). The
-backend's no-guest reference rate (issue 25's DPDK/trafgen generators) is
-not here yet.
+testpmd generators and the backend's no-guest reference (pktgen.py) do
+not drive the search yet.
 """
 
 import json

@@ -239,6 +239,11 @@ def execute(run, m, guest, logdir):
 
         return loadlat.execute_run(run, m, guest, logdir, execute)
     row = base_row(run, m)
+    if run.test in ("pkt_rxonly", "pkt_macswap") or run.guest == "reference" or (
+            run.test == "pkt_txonly" and run.params.get("generator") == "testpmd"):
+        import pktgen  # pktgen imports this module
+
+        return pktgen.execute_run(run, m, guest, logdir, row)
     if TESTS[run.test]["kind"] == "ndr":
         import ndr  # ndr imports this module
 

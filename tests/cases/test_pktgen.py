@@ -1,0 +1,211 @@
+"""The host generators and the reference column (host/bench/pktgen.py):
+testpmd's statistics parsed exactly, the count rule, the report's ratio
+table, host/bench/matrices/pktgen.txt, a missing dpdk-testpmd named with
+its Debian package, and (as root, with dpdk-testpmd) the matrix run end
+to end: every frame testpmd sent counted by the appliance's rxonly, the
+PVP loop closing both ways, the reference rows positive."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from lib import TOP, Fail, Skip
+
+sys.path.insert(0, os.path.join(TOP, "host", "bench"))
+
+import pktgen  # noqa: E402
+from procs import BenchError  # noqa: E402
+
+# testpmd 22.11's layout (the blocks `stop` and `show port stats all` print).
+STOP = """testpmd> stop
+Telling cores to stop...
+Waiting for lcores to finish...
+
+  ---------------------- Forward statistics for port 0  ----------------------
+  RX-packets: 12             RX-dropped: 3             RX-total: 15
+  TX-packets: 157280         TX-dropped: 532768800     TX-total: 532926080
+  ----------------------------------------------------------------------------
+
+  ---------------------- Forward statistics for port 1  ----------------------
+  RX-packets: 7              RX-dropped: 0             RX-total: 7
+  TX-packets: 0              TX-dropped: 0             TX-total: 0
+  ----------------------------------------------------------------------------
+
+  +++++++++++++++ Accumulated forward statistics for all ports+++++++++++++++
+  RX-packets: 19             RX-dropped: 3             RX-total: 22
+  TX-packets: 157280         TX-dropped: 532768800     TX-total: 532926080
+  ++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++
+
+Done.
+""".splitlines()
+
+SHOW = """testpmd> show port stats all
+
+  ######################## NIC statistics for port 0  ########################
+  RX-packets: 61440      RX-missed: 5          RX-bytes:  3686400
+  RX-errors: 2
+  RX-nombuf:  0
+  TX-packets: 127296     TX-errors: 0          TX-bytes:  7637760
+
+  Throughput (since last show)
+  Rx-pps:        19010          Rx-bps:      9125064
+  Tx-pps:        30841          Tx-bps:     14803728
+  ############################################################################
+""".splitlines()
+
+
+def test_pktgen_parse_forward_stats(t):
+    got = pktgen.parse_forward_stats(STOP)
+    want0 = {"RX-packets": 12, "RX-dropped": 3, "RX-total": 15, "TX-packets": 157280, "TX-dropped": 532768800,
+             "TX-total": 532926080}
+    if got.get(0) != want0 or got.get(1, {}).get("RX-packets") != 7 or got.get("all", {}).get("RX-packets") != 19:
+        raise Fail(f"forward statistics parsed as {got}")
+    # Two stops: the last block of each port counts.
+    second = [l.replace("157280", "99") for l in STOP]
+    if pktgen.parse_forward_stats(STOP + second)[0]["TX-packets"] != 99:
+        raise Fail("the last stop's statistics must win")
+    if pktgen.parse_forward_stats(["testpmd> stop", "Packet forwarding not started"]) != {}:
+        raise Fail("no block: nothing parsed")
+
+
+def test_pktgen_parse_port_stats(t):
+    got = pktgen.parse_port_stats(SHOW)
+    p = got.get(0, {})
+    want = {"RX-packets": 61440, "RX-missed": 5, "RX-errors": 2, "TX-packets": 127296, "Rx-pps": 19010,
+            "Tx-pps": 30841, "Tx-bps": 14803728}
+    if any(p.get(k) != v for k, v in want.items()):
+        raise Fail(f"port statistics parsed as {p}, expected at least {want}")
+    # Lines outside a block (the forward statistics) are not port figures.
+    if pktgen.parse_port_stats(STOP) != {}:
+        raise Fail("forward statistics read as port statistics")
+
+
+def test_pktgen_count_rule(t):
+    class B:
+        def __init__(self, name):
+            self.name = name
+
+    tap, vu = B("tap"), B("vhost-user")
+    cases = [(vu, 0, True), (vu, 1, False), (vu, -1, False), (tap, 0, True), (tap, pktgen.AF_PACKET_RING, True),
+             (tap, pktgen.AF_PACKET_RING + 1, False), (tap, -1, False)]
+    for b, n, want in cases:
+        if pktgen.closes(b, n) != want:
+            raise Fail(f"closes({b.name}, {n}) should be {want}")
+
+
+def test_pktgen_reference_table(t):
+    rows = [
+        dict(status="ok", test="pkt_rxonly", generator="testpmd", backend="vhost-user", size="64", column=c, pps=v,
+             closes=True)
+        for c, v in (("default", 900000), ("default", 800000), ("default", 1000000), ("reference", 10000000))]
+    rows.append(dict(status="ok", test="pkt_txonly", generator="python", backend="tap", size="64", column="default",
+                     pps=5, closes=True))
+    lines = pktgen.reference_table(rows, ["default", "reference"])
+    want = "| pkt_rxonly | vhost-user | 64 | default | 900,000 | 10,000,000 | 0.09 | close |"
+    if want not in lines or any("pkt_txonly" in l for l in lines):
+        raise Fail("reference table:\n" + "\n".join(lines))
+    if pktgen.reference_table([r for r in rows if r["column"] != "reference"], ["default"]) != []:
+        raise Fail("no reference rows: no table")
+
+
+def test_pktgen_matrix_expands(t):
+    import matrix
+
+    settings, defs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "pktgen.txt"))
+    m = matrix.Matrix(settings, defs, lambda v: "", ("vnetlab", "reference"))
+    runs = m.runs()
+    cells = sorted((r.column, r.test, r.backend) for r in runs)
+    want = sorted((c, tt, b) for c in ("default", "reference") for tt in ("pkt_rxonly", "pkt_txonly", "pkt_macswap")
+                  for b in ("tap", "vhost-user"))
+    if cells != want or any(r.params.get("generator") != "testpmd" for r in runs):
+        raise Fail(f"matrices/pktgen.txt: expected {want} with generator testpmd, got {cells}")
+    settings["pkt.generator"] = "trafgen"
+    try:
+        matrix.Matrix(settings, defs, lambda v: "", ("vnetlab", "reference"))
+    except BenchError as e:
+        if "pkt.generator" not in str(e):
+            raise Fail(f"a bad generator's error does not name the key: {e}")
+    else:
+        raise Fail("pkt.generator=trafgen accepted")
+
+
+def test_pktgen_missing_testpmd_is_a_clear_error(t):
+    old = os.environ.get("PATH", "")
+    with tempfile.TemporaryDirectory() as d:
+        os.environ["PATH"] = d
+        try:
+            pktgen.need_testpmd()
+        except BenchError as e:
+            msg = str(e)
+        else:
+            msg = None
+        finally:
+            os.environ["PATH"] = old
+    if not msg or "dpdk-testpmd" not in msg or "dpdk-dev" not in msg:
+        raise Fail(f"without dpdk-testpmd on PATH: expected a BenchError naming it and Debian's dpdk-dev, got {msg!r}")
+
+
+def _vnetbench(args, timeout=900):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "res")
+        r = subprocess.run([sys.executable, os.path.join(TOP, "host", "bench", "vnetbench.py"), *args, "--out", out],
+                           cwd=TOP, capture_output=True, text=True, timeout=timeout)
+        if r.returncode:
+            raise Fail(f"vnetbench exited {r.returncode}:\n{(r.stdout + r.stderr)[-2000:]}")
+        rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+        return rows, open(os.path.join(out, "report.md")).read()
+
+
+def test_pktgen_harness_runs(t):
+    """matrices/pktgen.txt through vnetbench, 2 s per run: every row ok;
+    on vhost-user the appliance's rxonly counted every frame testpmd sent
+    and the PVP loop closes both ways; on tap within the packet socket's
+    ring; the reference rows are positive and close; report.md divides."""
+    if os.geteuid() != 0:
+        raise Skip("needs root for the harness's network namespace")
+    import shutil
+
+    if not shutil.which("dpdk-testpmd"):
+        raise Skip("needs dpdk-testpmd (Debian package dpdk-dev)")
+    rows, report = _vnetbench(["--matrix", os.path.join(TOP, "host", "bench", "matrices", "pktgen.txt"),
+                               "--seconds", "2", "--accel", "tcg"])
+    if len(rows) != 12 or any(r["status"] != "ok" for r in rows):
+        raise Fail(f"expected 12 ok rows: {[(r['test'], r['backend'], r['column'], r['status'], r.get('error')) for r in rows]}")
+    for r in rows:
+        what = (r["test"], r["backend"], r["column"])
+        if not r["pps"] > 0:
+            raise Fail(f"{what}: no rate")
+        if not r["closes"]:
+            raise Fail(f"{what}: the count does not close: sent {r.get('gen_sent')}, guest {r.get('frames')}, "
+                       f"back {r.get('gen_back')}, sink {r.get('sink_received')}, unaccounted {r.get('unaccounted')}")
+        if r["column"] != "reference" and r["backend"] == "vhost-user":
+            if r["test"] == "pkt_rxonly" and r["gen_sent"] != r["frames"]:
+                raise Fail(f"{what}: testpmd sent {r['gen_sent']}, the guest received {r['frames']}")
+            if r["test"] == "pkt_macswap" and not r["gen_sent"] == r["frames"] == r["gen_back"]:
+                raise Fail(f"{what}: testpmd sent {r['gen_sent']}, the guest forwarded {r['frames']}, "
+                           f"testpmd got back {r['gen_back']}")
+            if r["test"] == "pkt_rxonly" and r.get("seq_frames") != 0:
+                raise Fail(f"{what}: testpmd's frames carry no sequence number, seq_frames {r.get('seq_frames')}")
+    # On tap the way back into testpmd's packet socket has no drop count:
+    # what the guest sent back is at least what testpmd got, never less.
+    for r in rows:
+        if r["backend"] == "tap" and r["test"] == "pkt_macswap" and r["column"] != "reference":
+            if not r["unaccounted_back"] >= 0 or r["gen_back"] <= 0:
+                raise Fail(f"tap PVP: guest forwarded {r['frames']}, testpmd got back {r['gen_back']}")
+    if "Against the backend's no-guest reference" not in report or "| pkt_rxonly | vhost-user | 64 | default |" not in report:
+        raise Fail("report.md has no reference table")
+
+
+def test_pktgen_python_rxonly_counts_exactly(t):
+    """pkt_rxonly with the Python generator on a tap: sent = the guest's
+    sequenced frames + the tap's drops, no gap beyond those drops."""
+    if os.geteuid() != 0:
+        raise Skip("needs root for the harness's network namespace with a tap")
+    rows, _ = _vnetbench(["--tests", "pkt_rxonly", "--guests", "vnetlab", "--backends", "tap", "--pkt-sizes", "64",
+                          "--pkt-generator", "python", "--seconds", "1", "--repetitions", "1", "--accel", "tcg"])
+    r = rows[0]
+    if r["status"] != "ok" or not r["closes"] or r["gen_sent"] != r["seq_frames"] + r["tap_tx_dropped"]:
+        raise Fail(f"python generator: sent {r.get('gen_sent')}, guest {r.get('seq_frames')} + tap drops "
+                   f"{r.get('tap_tx_dropped')} ({r['status']} {r.get('error')})")
