@@ -153,7 +153,7 @@ class Vnetlab:
             return k
         if test in ("pkt_rxonly", "pkt_macswap"):
             # Counts (and swaps back) what the host generator sends
-            # (pktgen.py), for as long as the run may last; ends 2 s after
+            # (hostgen.py), for as long as the run may last; ends 2 s after
             # the last frame.
             k.update({"app": "pkt", "pkt.mode": test[4:], "pkt.seconds": self.m.run_timeout, "pkt.idle": 2,
                       "pkt.burst": p["burst"]})
@@ -612,7 +612,7 @@ def read_manifest(path):
 
 
 class Reference:
-    """The backend's no-guest reference (pktgen.py): the host generator
+    """The backend's no-guest reference (hostgen.py): the host generator
     into the same backend with a testpmd consumer where the guest would be;
     pkt tests on tap and vhost-user only. Its runs never boot anything."""
 
@@ -623,14 +623,14 @@ class Reference:
         self.log = log
 
     def prepare(self):
-        import pktgen
+        import hostgen
 
-        pktgen.need_testpmd()
+        hostgen.need_testpmd()
 
     def describe(self):
         return ("guest reference: no VM -- dpdk-testpmd txonly into the backend with a second testpmd "
                 "where the guest would be (virtio_user on vhost-user, the tap PMD on tap): the generator's "
-                "own rate on that backend (pktgen.py)")
+                "own rate on that backend (hostgen.py)")
 
     def supports(self, test, backend):
         if test not in ("pkt_rxonly", "pkt_txonly", "pkt_macswap"):

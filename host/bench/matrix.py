@@ -35,9 +35,9 @@ TESTS = {
     "memcached": dict(kind="memcached", row="instances", metric="tps", up=True),
     # app=pkt txonly at full speed into a tests/tools/pktpeer.py recv sink; rows = frame size
     "pkt_txonly": dict(kind="pkt", row="size", metric="pps", up=True),
-    # a host generator (pkt.generator) into app=pkt rxonly, the guest counts (pktgen.py); rows = frame size
+    # a host generator (pkt.generator) into app=pkt rxonly, the guest counts (hostgen.py); rows = frame size
     "pkt_rxonly": dict(kind="pkt", row="size", metric="pps", up=True),
-    # testpmd flowgen into app=pkt macswap, counting what comes back: the PVP loop (pktgen.py)
+    # testpmd flowgen into app=pkt macswap, counting what comes back: the PVP loop (hostgen.py)
     "pkt_macswap": dict(kind="pkt", row="size", metric="pps", up=True),
     # app=pkt against tests/tools/pktpeer.py: the NDR/PDR search (ndr.py); rows = frame size
     "ndr": dict(kind="ndr", row="size", metric="ndr_pps", up=True),
@@ -108,7 +108,7 @@ KEYS = {
     "memcached.threads": ("2", "memcached: memcaslap -T (client threads); a list gives one table per value"),
     "pkt.sizes": ("64", "pkt_txonly: frame sizes (RFC 2544's, FCS included), 64..1518 or imix (table rows)"),
     "pkt.burst": ("32", "pkt_txonly: frames the appliance sends per pass at most (pkt.burst)"),
-    "pkt.generator": ("python", "pkt_rxonly: the host generator, python (tests/tools/pktpeer.py send) or testpmd (dpdk-testpmd txonly on the guest's vhost-user port, or its net_af_packet PMD on the tap); pkt_txonly: the sink, python (pktpeer.py recv) or testpmd (rxonly); pktgen.py"),
+    "pkt.generator": ("python", "pkt_rxonly: the host generator, python (tests/tools/pktpeer.py send) or testpmd (dpdk-testpmd txonly on the guest's vhost-user port, or its net_af_packet PMD on the tap); pkt_txonly: the sink, python (pktpeer.py recv) or testpmd (rxonly); hostgen.py"),
     "ndr.sizes": ("64", "ndr: frame sizes in bytes given to the device (FCS excluded), 64..1518 or imix (table rows)"),
     "ndr.trial": ("2", "ndr: seconds per trial of the search"),
     "ndr.mode": ("macswap", "ndr: the appliance's app=pkt mode, macswap (the PVP loop) or reflect"),

@@ -32,7 +32,7 @@ thousands of frames per second at most, so the search finds the smaller
 of the guest's and the generator's limit; each step records what was
 really offered (`offered_pps`), and a figure whose trial the generator
 could not offer in time is marked `ndr_generator_limited` (a floor). The
-testpmd generators and the backend's no-guest reference (pktgen.py) do
+testpmd generators and the backend's no-guest reference (hostgen.py) do
 not drive the search yet.
 """
 

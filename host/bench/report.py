@@ -36,7 +36,7 @@ import statistics
 import idle
 import loadlat
 import ndr
-import pktgen
+import hostgen
 import stats
 from matrix import TESTS
 
@@ -531,6 +531,6 @@ def write_all(outdir, rows, columns, baseline, meta, plots=()):
         f.write("\n".join(ndr.rfc2544_table(rows, columns)) + "\n")
         f.write("\n".join(ndr.latency_table(rows, columns)) + "\n")
         f.write("\n".join(loadlat.table(rows, columns)) + "\n")
-        f.write("\n".join(pktgen.reference_table(rows, columns)) + "\n")
+        f.write("\n".join(hostgen.reference_table(rows, columns)) + "\n")
         f.write("\n".join(queues_table(rows)) + "\n")
     return records, cols

@@ -241,9 +241,9 @@ def execute(run, m, guest, logdir):
     row = base_row(run, m)
     if run.test in ("pkt_rxonly", "pkt_macswap") or run.guest == "reference" or (
             run.test == "pkt_txonly" and run.params.get("generator") == "testpmd"):
-        import pktgen  # pktgen imports this module
+        import hostgen  # hostgen imports this module
 
-        return pktgen.execute_run(run, m, guest, logdir, row)
+        return hostgen.execute_run(run, m, guest, logdir, row)
     if TESTS[run.test]["kind"] == "ndr":
         import ndr  # ndr imports this module
 

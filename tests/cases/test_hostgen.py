@@ -1,6 +1,6 @@
-"""The host generators and the reference column (host/bench/pktgen.py):
+"""The host generators and the reference column (host/bench/hostgen.py):
 testpmd's statistics parsed exactly, the count rule, the report's ratio
-table, host/bench/matrices/pktgen.txt, a missing dpdk-testpmd named with
+table, host/bench/matrices/hostgen.txt, a missing dpdk-testpmd named with
 its Debian package, and (as root, with dpdk-testpmd) the matrix run end
 to end: every frame testpmd sent counted by the appliance's rxonly, the
 PVP loop closing both ways, the reference rows positive."""
@@ -15,7 +15,7 @@ from lib import TOP, Fail, Skip
 
 sys.path.insert(0, os.path.join(TOP, "host", "bench"))
 
-import pktgen  # noqa: E402
+import hostgen  # noqa: E402
 from procs import BenchError  # noqa: E402
 
 # testpmd 22.11's layout (the blocks `stop` and `show port stats all` print).
@@ -56,71 +56,71 @@ SHOW = """testpmd> show port stats all
 """.splitlines()
 
 
-def test_pktgen_parse_forward_stats(t):
-    got = pktgen.parse_forward_stats(STOP)
+def test_hostgen_parse_forward_stats(t):
+    got = hostgen.parse_forward_stats(STOP)
     want0 = {"RX-packets": 12, "RX-dropped": 3, "RX-total": 15, "TX-packets": 157280, "TX-dropped": 532768800,
              "TX-total": 532926080}
     if got.get(0) != want0 or got.get(1, {}).get("RX-packets") != 7 or got.get("all", {}).get("RX-packets") != 19:
         raise Fail(f"forward statistics parsed as {got}")
     # Two stops: the last block of each port counts.
     second = [l.replace("157280", "99") for l in STOP]
-    if pktgen.parse_forward_stats(STOP + second)[0]["TX-packets"] != 99:
+    if hostgen.parse_forward_stats(STOP + second)[0]["TX-packets"] != 99:
         raise Fail("the last stop's statistics must win")
-    if pktgen.parse_forward_stats(["testpmd> stop", "Packet forwarding not started"]) != {}:
+    if hostgen.parse_forward_stats(["testpmd> stop", "Packet forwarding not started"]) != {}:
         raise Fail("no block: nothing parsed")
 
 
-def test_pktgen_parse_port_stats(t):
-    got = pktgen.parse_port_stats(SHOW)
+def test_hostgen_parse_port_stats(t):
+    got = hostgen.parse_port_stats(SHOW)
     p = got.get(0, {})
     want = {"RX-packets": 61440, "RX-missed": 5, "RX-errors": 2, "TX-packets": 127296, "Rx-pps": 19010,
             "Tx-pps": 30841, "Tx-bps": 14803728}
     if any(p.get(k) != v for k, v in want.items()):
         raise Fail(f"port statistics parsed as {p}, expected at least {want}")
     # Lines outside a block (the forward statistics) are not port figures.
-    if pktgen.parse_port_stats(STOP) != {}:
+    if hostgen.parse_port_stats(STOP) != {}:
         raise Fail("forward statistics read as port statistics")
 
 
-def test_pktgen_count_rule(t):
+def test_hostgen_count_rule(t):
     class B:
         def __init__(self, name):
             self.name = name
 
     tap, vu = B("tap"), B("vhost-user")
-    cases = [(vu, 0, True), (vu, 1, False), (vu, -1, False), (tap, 0, True), (tap, pktgen.AF_PACKET_RING, True),
-             (tap, pktgen.AF_PACKET_RING + 1, False), (tap, -1, False)]
+    cases = [(vu, 0, True), (vu, 1, False), (vu, -1, False), (tap, 0, True), (tap, hostgen.AF_PACKET_RING, True),
+             (tap, hostgen.AF_PACKET_RING + 1, False), (tap, -1, False)]
     for b, n, want in cases:
-        if pktgen.closes(b, n) != want:
+        if hostgen.closes(b, n) != want:
             raise Fail(f"closes({b.name}, {n}) should be {want}")
 
 
-def test_pktgen_reference_table(t):
+def test_hostgen_reference_table(t):
     rows = [
         dict(status="ok", test="pkt_rxonly", generator="testpmd", backend="vhost-user", size="64", column=c, pps=v,
              closes=True)
         for c, v in (("default", 900000), ("default", 800000), ("default", 1000000), ("reference", 10000000))]
     rows.append(dict(status="ok", test="pkt_txonly", generator="python", backend="tap", size="64", column="default",
                      pps=5, closes=True))
-    lines = pktgen.reference_table(rows, ["default", "reference"])
+    lines = hostgen.reference_table(rows, ["default", "reference"])
     want = "| pkt_rxonly | vhost-user | 64 | default | 900,000 | 10,000,000 | 0.09 | close |"
     if want not in lines or any("pkt_txonly" in l for l in lines):
         raise Fail("reference table:\n" + "\n".join(lines))
-    if pktgen.reference_table([r for r in rows if r["column"] != "reference"], ["default"]) != []:
+    if hostgen.reference_table([r for r in rows if r["column"] != "reference"], ["default"]) != []:
         raise Fail("no reference rows: no table")
 
 
-def test_pktgen_matrix_expands(t):
+def test_hostgen_matrix_expands(t):
     import matrix
 
-    settings, defs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "pktgen.txt"))
+    settings, defs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "hostgen.txt"))
     m = matrix.Matrix(settings, defs, lambda v: "", ("vnetlab", "reference"))
     runs = m.runs()
     cells = sorted((r.column, r.test, r.backend) for r in runs)
     want = sorted((c, tt, b) for c in ("default", "reference") for tt in ("pkt_rxonly", "pkt_txonly", "pkt_macswap")
                   for b in ("tap", "vhost-user"))
     if cells != want or any(r.params.get("generator") != "testpmd" for r in runs):
-        raise Fail(f"matrices/pktgen.txt: expected {want} with generator testpmd, got {cells}")
+        raise Fail(f"matrices/hostgen.txt: expected {want} with generator testpmd, got {cells}")
     settings["pkt.generator"] = "trafgen"
     try:
         matrix.Matrix(settings, defs, lambda v: "", ("vnetlab", "reference"))
@@ -131,12 +131,12 @@ def test_pktgen_matrix_expands(t):
         raise Fail("pkt.generator=trafgen accepted")
 
 
-def test_pktgen_missing_testpmd_is_a_clear_error(t):
+def test_hostgen_missing_testpmd_is_a_clear_error(t):
     old = os.environ.get("PATH", "")
     with tempfile.TemporaryDirectory() as d:
         os.environ["PATH"] = d
         try:
-            pktgen.need_testpmd()
+            hostgen.need_testpmd()
         except BenchError as e:
             msg = str(e)
         else:
@@ -158,8 +158,8 @@ def _vnetbench(args, timeout=900):
         return rows, open(os.path.join(out, "report.md")).read()
 
 
-def test_pktgen_harness_runs(t):
-    """matrices/pktgen.txt through vnetbench, 2 s per run: every row ok;
+def test_hostgen_harness_runs(t):
+    """matrices/hostgen.txt through vnetbench, 2 s per run: every row ok;
     on vhost-user the appliance's rxonly counted every frame testpmd sent
     and the PVP loop closes both ways; on tap within the packet socket's
     ring; the reference rows are positive and close; report.md divides."""
@@ -169,7 +169,7 @@ def test_pktgen_harness_runs(t):
 
     if not shutil.which("dpdk-testpmd"):
         raise Skip("needs dpdk-testpmd (Debian package dpdk-dev)")
-    rows, report = _vnetbench(["--matrix", os.path.join(TOP, "host", "bench", "matrices", "pktgen.txt"),
+    rows, report = _vnetbench(["--matrix", os.path.join(TOP, "host", "bench", "matrices", "hostgen.txt"),
                                "--seconds", "2", "--accel", "tcg"])
     if len(rows) != 12 or any(r["status"] != "ok" for r in rows):
         raise Fail(f"expected 12 ok rows: {[(r['test'], r['backend'], r['column'], r['status'], r.get('error')) for r in rows]}")
@@ -198,7 +198,7 @@ def test_pktgen_harness_runs(t):
         raise Fail("report.md has no reference table")
 
 
-def test_pktgen_python_rxonly_counts_exactly(t):
+def test_hostgen_python_rxonly_counts_exactly(t):
     """pkt_rxonly with the Python generator on a tap: sent = the guest's
     sequenced frames + the tap's drops, no gap beyond those drops."""
     if os.geteuid() != 0:

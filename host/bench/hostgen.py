@@ -1,4 +1,4 @@
-"""pktgen.py: host packet generators beyond the Python raw socket
+"""hostgen.py: host packet generators beyond the Python raw socket
 (`pkt.generator = testpmd`) and the backend's no-guest reference column
 (`guests = reference`), the run kind of `pkt_rxonly`, `pkt_macswap` (the
 PVP loop: testpmd flowgen sends and counts what the appliance's macswap
@@ -229,7 +229,7 @@ class Testpmd:
 
 class VhostUserGen(backends.VhostUser):
     """vhost-user with testpmd on the guest's port itself (no switch, no
-    tap); pktgen starts that testpmd, this only makes the socket path."""
+    tap); hostgen starts that testpmd, this only makes the socket path."""
 
     def setup(self, workdir):
         self.ns = backends.Netns(make_tap=False).open()
@@ -552,7 +552,7 @@ def reference_table(rows, columns):
         return []
     out = ["### Against the backend's no-guest reference (testpmd generator)", "",
            "frames/s, median of the repetitions; the reference column is dpdk-testpmd txonly into the backend "
-           "with a second testpmd where the guest would be (pktgen.py); x = column / reference; "
+           "with a second testpmd where the guest would be (hostgen.py); x = column / reference; "
            "counts: sent = received (+ counted drops) in every run", "",
            "| test | backend | frame size | column | frames/s | reference frames/s | x reference | counts |",
            "|---|---|---|---|---|---|---|---|"]
