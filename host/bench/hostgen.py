@@ -493,14 +493,7 @@ def _guest(run, m, guest, backend, row, tps, extra):
             raise BenchError(f"pktpeer send failed ({r.returncode}): {(r.stderr or '')[-300:]}")
         res = json.loads(lines[-1])
         row.update(gen_sent=res.get("sent"), gen_pps=round(res["sent"] / res["send_s"], 1) if res.get("send_s") else None)
-    kind, obj, _t = boot.wait_result(m.run_timeout + 15)
-    st = boot.proc.wait(15)
-    row["accel"] = boot.accel()
-    row["cpu_model"] = boot.cpu_model()
-    if kind != "RESULT":
-        raise BenchError(f"no RESULT from the guest ({kind}):\n{boot.proc.tail()}")
-    if st != 0 or runs.exit_line(boot.proc.text("out")) != 0:
-        raise BenchError(f"the guest ended with status {st}:\n{boot.proc.tail()}")
+    obj = runs.final_result(boot, row, m.run_timeout + 15)
     for k, v in obj.items():
         row[("guest_" + k) if k in runs.RESULT_META else k] = v
     drops = (tap_dropped(backend) - d0) if backend.name == "tap" else 0

@@ -236,14 +236,7 @@ def execute_run(run, m, guest, logdir, row):
             t = peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"], peer_log, marks=not linux,
                            lat=True)
             lat_steps.append(dict(t, load=pct, rate=rate))
-        kind, obj, _ = boot.wait_result(p["trial"] + 30)
-        st = boot.proc.wait(15)
-        row["accel"] = boot.accel()
-        row["cpu_model"] = boot.cpu_model()
-        if kind != "RESULT":
-            raise BenchError(f"no RESULT from the guest after the search ({kind}):\n{boot.proc.tail()}")
-        if st != 0 or runs.exit_line(boot.proc.text("out")) != 0:
-            raise BenchError(f"the guest ended with status {st}:\n{boot.proc.tail()}")
+        obj = runs.final_result(boot, row, p["trial"] + 30, " after the search")
         bits = frame_bits(p["size"])
         steps = found["steps"]
         row.update(ndr_pps=found["ndr"], pdr_pps=found["pdr"], ndr_mbps=round(found["ndr"] * bits / 1e6, 3),

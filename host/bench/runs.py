@@ -90,6 +90,21 @@ def _pid_of(proc, comm_prefix):
     return f
 
 
+def final_result(boot, row, timeout, after=""):
+    """The guest's RESULT once its run is over (a packet run's end: the
+    search, a generator), its exit status and exit line checked; the row
+    gets the accelerator and CPU model it ran with."""
+    kind, obj, _ = boot.wait_result(timeout)
+    st = boot.proc.wait(15)
+    row["accel"] = boot.accel()
+    row["cpu_model"] = boot.cpu_model()
+    if kind != "RESULT":
+        raise BenchError(f"no RESULT from the guest{after} ({kind}):\n{boot.proc.tail()}")
+    if st != 0 or exit_line(boot.proc.text("out")) != 0:
+        raise BenchError(f"the guest ended with status {st}:\n{boot.proc.tail()}")
+    return obj
+
+
 def guest_window(obj, t_line):
     """Host-clock interval of the RESULT's measured interval, or None when
     the line does not carry one. t_line is when the line arrived."""
