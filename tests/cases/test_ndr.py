@@ -203,3 +203,19 @@ def test_ndr_latency_table_rtt_and_key(t):
         except BenchError:
             continue
         raise Fail(f"ndr.latency {bad!r} accepted")
+
+
+def test_ndr_vhost_user_closes_with_testpmd_drops(t):
+    """On vhost-user what is lost into the guest is testpmd's (a vhost-user
+    port has no queue): the run closes only with its TX-dropped counts."""
+    base = {"peer_sent": 1000, "guest_received": 900, "tap_dropped": 0, "guest_forwarded": 900, "peer_back": 895,
+            "peer_sock_drops": 0, "markers": 3}
+    for fwd, linux, want in (({0: {"TX-dropped": 100}, 1: {"TX-dropped": 5}}, False, True),
+                             ({0: {"TX-dropped": 99}, 1: {"TX-dropped": 5}}, False, False),
+                             ({0: {"TX-dropped": 100}, 1: {"TX-dropped": 0}}, False, False),
+                             ({0: {"TX-dropped": 103}, 1: {"TX-dropped": 2}}, True, True),
+                             ({}, False, None)):
+        check = dict(base, closes=None)
+        ndr.close_at_switch(check, fwd, linux)
+        if check["closes"] is not want or check["switch_counted"] != bool(fwd):
+            raise Fail(f"close_at_switch({fwd}, linux={linux}): closes {check['closes']}, expected {want}")

@@ -311,7 +311,10 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0")
     rx.setblocking(False)
 
     def poll_rx():
-        while True:
+        # At most a burst per frame sent: frames arriving as fast as this
+        # loop reads them would otherwise keep it here and stop the sender
+        # (drain() reads the rest at the end).
+        for _ in range(64):
             try:
                 data, addr, t_ns = recv() if recv else (*rx.recvfrom(65536), 0)
             except BlockingIOError:
