@@ -148,8 +148,11 @@ class Vnetlab:
         test = run.test
         if test == "ndr":
             # app=pkt has no IP stack (no ip=): it runs for the whole search
-            # and ends 3 s after the last trial's frames.
-            k.update({"app": "pkt", "pkt.mode": p["mode"], "pkt.seconds": self.m.run_timeout, "pkt.idle": 3})
+            # and ends 10 s after the last trial's frames (longer than the
+            # harness waits for a trial's PKT_TRIAL line when the marker was
+            # lost, ndr.guest_trial(), and than a loaded host takes to start
+            # the next trial's peer: the next trial must find it running).
+            k.update({"app": "pkt", "pkt.mode": p["mode"], "pkt.seconds": self.m.run_timeout, "pkt.idle": 10})
             return k
         if test in ("pkt_rxonly", "pkt_macswap"):
             # Counts (and swaps back) what the host generator sends
@@ -428,8 +431,6 @@ class Linux:
             return "slirp does not forward ICMP to the guest: ping needs tap, vhost or vhost-user"
         if kind in ("pkt", "ndr") and backend.name == "user":
             return f"{test}: the host peer is a raw socket on the namespace's kernel tap (tap, vhost, vhost-user)"
-        if test in ("pkt_rxonly", "pkt_macswap") or (test == "pkt_txonly" and self.m.pkt_generator != "python"):
-            return f"{test} with pkt.generator={self.m.pkt_generator}: not run on the linux guest (its xdp-drop is not wired)"
         if kind == "ndr" and self.m.ndr_mode != "macswap":
             return "ndr: the linux guest forwards with XDP_TX (xdp-bench tx, MACs swapped): use ndr.mode=macswap"
         return None
@@ -460,9 +461,18 @@ class Linux:
                 # queue (kpktgend_k sends on eth0@k, queue_map k).
                 k["vnl.queues"] = q
             return k
+        elif run.test in ("pkt_rxonly", "pkt_macswap"):
+            # The host generator's frames into XDP (hostgen.py): dropped
+            # (rxonly) or sent back with the MACs swapped (XDP_TX, the PVP
+            # loop), counted by eth0; ends 2 s after the last frame.
+            k.update({"vnl.app": "xdp-drop" if run.test == "pkt_rxonly" else "xdp-tx", "vnl.wait": 60,
+                      "vnl.idle": 2, "vnl.seconds": self.m.run_timeout})
+            return k
         elif kind == "ndr":
-            # XDP_TX for the whole search; ends once eth0 is idle after it.
-            k.update({"vnl.app": "xdp-tx", "vnl.wait": 60, "vnl.idle": 5, "vnl.seconds": self.m.run_timeout})
+            # XDP_TX for the whole search; ends once eth0 is idle after it
+            # for 10 s (the appliance's pkt.idle: on a loaded host the next
+            # trial's peer took over 4 s to start).
+            k.update({"vnl.app": "xdp-tx", "vnl.wait": 60, "vnl.idle": 10, "vnl.seconds": self.m.run_timeout})
             return k
         else:
             k["vnl.app"] = "ping"

@@ -471,7 +471,10 @@ def _guest(run, m, guest, backend, row, tps, extra):
     boot, cmdline = guest.start(run, backend, m.run_timeout)
     extra.append(boot)
     row["cmdline"] = cmdline
-    item = boot.proc.wait_line(lambda l: l.startswith("pkt: ") or l.startswith("ERROR {"), 90)
+    # Ready: app=pkt's "pkt: ..." line, the Linux guest's XDP program
+    # attached ("listening l2") or its pktgen starting.
+    item = boot.proc.wait_line(lambda l: l.startswith(("pkt: ", "ERROR {", "vnetlab-linux listening l2 ",
+                                                       "vnetlab-linux pktgen start")), 90)
     if not item or item[2].startswith("ERROR"):
         raise BenchError(f"guest not ready; console tail:\n{boot.proc.tail()}")
     d0 = tap_dropped(backend) if backend.name == "tap" else 0
@@ -496,6 +499,16 @@ def _guest(run, m, guest, backend, row, tps, extra):
     obj = runs.final_result(boot, row, m.run_timeout + 15)
     for k, v in obj.items():
         row[("guest_" + k) if k in runs.RESULT_META else k] = v
+    if guest.name == "linux" and (rxonly or pvp):
+        # XDP counts nothing of its own: eth0's counters over the serving
+        # phase are what it received (and, XDP_TX, sent back).
+        # XDP_TX's own drops (received, not sent back) count as rx_other.
+        # Its rate is testpmd's over the measured interval: what the
+        # guest's ring took (rxonly), what came back (the PVP loop).
+        rx, tx = obj.get("rx_frames") or 0, obj.get("tx_frames") or 0
+        obj = dict(obj, frames=tx if pvp else rx, rx_other=rx - tx if pvp else 0, fwd_unsent=0)
+        row.update(frames=obj["frames"], rx_other=obj["rx_other"], fwd_unsent=0,
+                   pps=row.get("gen_back_pps") if pvp else row.get("gen_pps"))
     drops = (tap_dropped(backend) - d0) if backend.name == "tap" else 0
     row["tap_tx_dropped"] = drops
     if pvp:

@@ -379,13 +379,15 @@ def latency_table(rows, columns):
     out = ["### Latency against offered load (packet level: ndr.latency)", "",
            "Each run found its NDR, then offered one trial at each percentage of it in the same boot, the peer "
            "timing every frame's round trip (tests/tools/pktpeer.py swap with LAT 1: from just after its send() "
-           "to the kernel's receive stamp of the frame that came back). Latencies in us, medians over n runs; "
-           "loss = frames of that trial that did not come back.", ""]
+           "to the kernel's receive stamp of the frame that came back). Asked = the trial's rate, offered = what "
+           "the peer really sent per second (below asked: the peer's limit, not the guest's). Latencies in us, "
+           "medians over n runs; loss = frames of that trial that did not come back.", ""]
     for backend in sorted({r["backend"] for r in ok}):
         for z in sorted({str(r["size"]) for r in ok if r["backend"] == backend}):
             out += [f"**{backend}, {z} B**", "",
-                    "| column | load % of NDR | offered frames/s | loss % | p50 | p90 | p99 | p99.9 | max | n |",
-                    "|---|---|---|---|---|---|---|---|---|---|"]
+                    "| column | load % of NDR | asked frames/s | offered frames/s | loss % | p50 | p90 | p99 | p99.9 | "
+                    "max | n |",
+                    "|---|---|---|---|---|---|---|---|---|---|---|"]
             for c in [c for c in columns if any(r["column"] == c for r in ok)]:
                 rs = [r for r in ok if r["column"] == c and r["backend"] == backend and str(r["size"]) == z]
                 for pct in sorted({t["load"] for r in rs for t in r["lat_steps"]}):
@@ -400,7 +402,7 @@ def latency_table(rows, columns):
                         return "-" if v is None else f"{v:,.1f}"
 
                     loss = [100.0 * (t["sent"] - t["received"]) / t["sent"] for t in ts if t["sent"]]
-                    out.append(f"| {c} | {pct} | {med('rate') or 0:,.0f} | "
+                    out.append(f"| {c} | {pct} | {med('rate') or 0:,.0f} | {med('offered_pps') or 0:,.0f} | "
                                f"{(sorted(loss)[len(loss) // 2] if loss else 0):.2f} | {us('lat_p50_ns')} | "
                                f"{us('lat_p90_ns')} | {us('lat_p99_ns')} | {us('lat_p999_ns')} | {us('lat_max_ns')} | "
                                f"{len(ts)} |")

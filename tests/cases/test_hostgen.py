@@ -209,3 +209,35 @@ def test_hostgen_python_rxonly_counts_exactly(t):
     if r["status"] != "ok" or not r["closes"] or r["gen_sent"] != r["seq_frames"] + r["tap_tx_dropped"]:
         raise Fail(f"python generator: sent {r.get('gen_sent')}, guest {r.get('seq_frames')} + tap drops "
                    f"{r.get('tap_tx_dropped')} ({r['status']} {r.get('error')})")
+
+
+def test_hostgen_linux_guest_on_vhost_user(t):
+    """The Linux column against the testpmd generator: its XDP drop counts
+    every frame testpmd put on its ring (eth0's rx_packets), its XDP_TX
+    sends back what it received less what it counted as dropped, and
+    pktgen's frames reach testpmd's sink."""
+    if os.geteuid() != 0:
+        raise Skip("needs root for the harness's network namespace")
+    import shutil
+    import subprocess
+
+    if not shutil.which("dpdk-testpmd"):
+        raise Skip("needs dpdk-testpmd (Debian package dpdk-dev)")
+    r = subprocess.run([os.path.join(TOP, "host", "linux-guest", "build.sh")], capture_output=True, text=True,
+                       timeout=1200)
+    if r.returncode:
+        raise Fail(f"host/linux-guest/build.sh failed ({r.returncode}): {(r.stdout + r.stderr)[-1200:]}")
+    rows, report = _vnetbench(["--matrix", os.path.join(TOP, "host", "bench", "matrices", "hostgen.txt"),
+                               "--guests", "linux", "--backends", "vhost-user", "--seconds", "2", "--accel", "tcg"])
+    by = {r["test"]: r for r in rows}
+    if sorted(by) != ["pkt_macswap", "pkt_rxonly", "pkt_txonly"] or any(r["status"] != "ok" for r in rows):
+        raise Fail(f"expected 3 ok rows: {[(r['test'], r['status'], r.get('error')) for r in rows]}")
+    rx, pvp, tx = by["pkt_rxonly"], by["pkt_macswap"], by["pkt_txonly"]
+    if rx["gen_sent"] != rx["frames"] or not rx["pps"] > 0:
+        raise Fail(f"linux rxonly: testpmd sent {rx['gen_sent']}, eth0 received {rx['frames']}, pps {rx['pps']}")
+    if pvp["gen_sent"] != pvp["frames"] + pvp["rx_other"] or pvp["frames"] != pvp["gen_back"] or not pvp["closes"]:
+        raise Fail(f"linux PVP: testpmd sent {pvp['gen_sent']}, XDP_TX sent back {pvp['frames']} and dropped "
+                   f"{pvp['rx_other']}, testpmd got back {pvp['gen_back']}")
+    if not tx["closes"] or not tx["frames"] > 0:
+        raise Fail(f"linux pktgen into testpmd: sent {tx.get('frames')}, sink {tx.get('sink_received')}, "
+                   f"unaccounted {tx.get('unaccounted')}")

@@ -182,13 +182,13 @@ def test_ndr_latency_table_rtt_and_key(t):
     if got != want:
         raise Fail(f"Rtt.report(): {got}, expected {want}")
     rows = [{"test": "ndr", "status": "ok", "backend": "tap", "column": c, "size": "64",
-             "lat_steps": [{"load": 50, "rate": r, "sent": 1000, "received": 990, "lat_n": 990,
+             "lat_steps": [{"load": 50, "rate": r, "offered_pps": r - 1, "sent": 1000, "received": 990, "lat_n": 990,
                             "lat_p50_ns": 40000 * k, "lat_p90_ns": 50000 * k, "lat_p99_ns": 90000 * k,
                             "lat_p999_ns": 95000 * k, "lat_max_ns": 99000 * k}]}
             for c, r, k in (("base", 5000, 1), ("linux", 2500, 3))]
     text = "\n".join(ndr.latency_table(rows, ["base", "linux"]))
-    for want in ("| base | 50 | 5,000 | 1.00 | 40.0 | 50.0 | 90.0 | 95.0 | 99.0 | 1 |",
-                 "| linux | 50 | 2,500 | 1.00 | 120.0 | 150.0 | 270.0 | 285.0 | 297.0 | 1 |"):
+    for want in ("| base | 50 | 5,000 | 4,999 | 1.00 | 40.0 | 50.0 | 90.0 | 95.0 | 99.0 | 1 |",
+                 "| linux | 50 | 2,500 | 2,499 | 1.00 | 120.0 | 150.0 | 270.0 | 285.0 | 297.0 | 1 |"):
         if want not in text:
             raise Fail(f"latency table lacks {want!r}:\n{text}")
     if ndr.latency_table([dict(rows[0], lat_steps=None)], ["base"]):

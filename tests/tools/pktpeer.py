@@ -330,6 +330,7 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0")
     rx.setblocking(True)
     drain(rx, count, accept, float(wait), time.monotonic() + 30, hdr, recv, rtt)
     if count.frames == 0:
+        rx.setblocking(False)  # what is there, never a wait: nothing may come back
         poll_rx()
     if trial is not None:
         # After everything came back: the guest prints what it counted.
