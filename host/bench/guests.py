@@ -431,6 +431,10 @@ class Linux:
             return "slirp does not forward ICMP to the guest: ping needs tap, vhost or vhost-user"
         if kind in ("pkt", "ndr") and backend.name == "user":
             return f"{test}: the host peer is a raw socket on the namespace's kernel tap (tap, vhost, vhost-user)"
+        if test in ("pkt_rxonly", "pkt_macswap") and backend.name == "tap" and self.m.pkt_generator == "testpmd":
+            return (f"{test} with pkt.generator=testpmd on tap: not run on the linux guest (against testpmd's "
+                    "af_packet generator its XDP serving loop never reported before the run's limit, 2026-12-04; "
+                    "cause not found): use vhost-user")
         if kind == "ndr" and self.m.ndr_mode != "macswap":
             return "ndr: the linux guest forwards with XDP_TX (xdp-bench tx, MACs swapped): use ndr.mode=macswap"
         return None
