@@ -109,7 +109,10 @@ class Switch:
 
     def setup(self):
         self.ns.open()
-        self.ns.ip("link", "add", "br0", "type", "bridge")
+        # No multicast snooping: a snooping bridge joins the all-snoopers
+        # group (224.0.0.106) and sends br0's IGMP report for it to every
+        # port, which a packet sink counts.
+        self.ns.ip("link", "add", "br0", "type", "bridge", "mcast_snooping", "0")
         procs.run(self.ns.wrap(["sysctl", "-qw", "net.ipv6.conf.br0.disable_ipv6=1"]), timeout=30)
         # br0 holds an address but sends nothing by itself: no IGMP report
         # when it comes up (a packet sink would count it)
