@@ -42,6 +42,7 @@ import re
 import sys
 import time
 
+import loadlat
 import procs
 from procs import BenchError
 
@@ -232,7 +233,7 @@ def execute_run(run, m, guest, logdir, row):
         # ndr.latency percentage of the NDR just found, the same boot.
         lat_steps = []
         for pct in p.get("latency") or ():
-            rate = max(1, int(round(found["ndr"] * pct / 100.0)))
+            rate = loadlat.offered_mps(found["ndr"], pct)
             t = peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"], peer_log, marks=not linux,
                            lat=True)
             lat_steps.append(dict(t, load=pct, rate=rate))
@@ -267,15 +268,12 @@ def execute_run(run, m, guest, logdir, row):
                      "guest_received": obj.get("rx_frames"), "guest_forwarded": obj.get("tx_frames"),
                      "guest_dropped": (obj.get("rx_frames") or 0) - (obj.get("tx_frames") or 0),
                      "peer_back": back, "peer_sock_drops": sock_drops, "counted_by": "eth0 statistics"}
-            check["closes"] = (sent + marks == (obj.get("rx_frames") or 0) + tap_drops and
-                               (obj.get("tx_frames") or 0) == back + marks + sock_drops)
         else:
             check = {"peer_sent": sent, "tap_dropped": tap_drops, "guest_received": obj.get("seq_frames"),
                      "guest_forwarded": obj.get("frames"),
                      "guest_counted": (obj.get("rx_other") or 0) + (obj.get("fwd_unsent") or 0),
                      "peer_back": back, "peer_sock_drops": sock_drops}
-            check["closes"] = (sent == (obj.get("seq_frames") or 0) + tap_drops and
-                               obj.get("frames") == back + sock_drops)
+        check["closes"] = run_closes(check, linux)
         check["trials_closed"] = sum(1 for s in trials if s.get("closes"))
         check["trials_unmarked"] = sum(1 for s in trials if s.get("closes") is None)
         row["ndr_check"] = check
@@ -318,14 +316,18 @@ def close_at_switch(check, fwd, linux):
         check["switch_counted"] = False
         return
     check.update(switch_counted=True, switch_dropped_to_guest=to_guest, switch_dropped_to_peer=to_peer)
-    if linux:
-        marks = check["markers"]
-        check["closes"] = (check["peer_sent"] + marks == (check["guest_received"] or 0) + check["tap_dropped"] + to_guest
-                           and (check["guest_forwarded"] or 0) == check["peer_back"] + marks + check["peer_sock_drops"]
-                           + to_peer)
-    else:
-        check["closes"] = (check["peer_sent"] == (check["guest_received"] or 0) + check["tap_dropped"] + to_guest and
-                           check["guest_forwarded"] == check["peer_back"] + check["peer_sock_drops"] + to_peer)
+    check["closes"] = run_closes(check, linux, to_guest, to_peer)
+
+
+def run_closes(check, linux, to_guest=0, to_peer=0):
+    """The whole run's count: what the peer sent (and, for Linux, whose eth0
+    counts them, the markers) = what the guest received + the tap's and the
+    switch's drops towards it; what it forwarded = what came back + the
+    peer socket's and the switch's drops on the way back."""
+    marks = check["markers"] if linux else 0
+    forwarded = (check["guest_forwarded"] or 0) if linux else check["guest_forwarded"]
+    return (check["peer_sent"] + marks == (check["guest_received"] or 0) + check["tap_dropped"] + to_guest and
+            forwarded == check["peer_back"] + marks + check["peer_sock_drops"] + to_peer)
 
 
 def rfc2544_table(rows, columns):
