@@ -25,7 +25,11 @@
  *       pkt.idle=S receive modes: end S seconds after the last frame once
  *       frames came (0: run pkt.seconds), pkt.src=, pkt.dst= generated
  *       frames' IPv4 addresses (10.77.0.2, 10.77.0.1), pkt.dmac= (broadcast),
- *       pkt.port= UDP destination port (9), backend=LABEL.
+ *       pkt.port= UDP destination port (9), backend=LABEL,
+ *       pkt.hold=MS rxonly, a test's fault: from the first numbered frame
+ *       keep every received buffer for MS milliseconds, then release them
+ *       all (PKT_HOLD line): the device runs out of RX room on purpose and
+ *       must be woken by the refill (tests/cases/test_pkt.py).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +56,7 @@ static struct {
 	enum pkt_mode mode;
 	const char *size_str;
 	uint32_t size; /* 0: imix */
-	uint64_t rate, count, seconds_ns, idle_ns;
+	uint64_t rate, count, seconds_ns, idle_ns, hold_ns;
 	unsigned flows, burst, mq;
 	struct pkt_addrs addrs;
 } pk;
@@ -79,6 +83,12 @@ struct pkt_q {
 		uint64_t seq_frames, seq_gaps, seq_reorder, frames, rx_other;
 	} mark;
 	uint64_t t_start, t_first, t_last; /* clock_ns(); t_first 0: no frame yet */
+
+	/* pkt.hold: the buffers kept back (at most the RX ring's), since when */
+	void **held; /* vnet_rx_ring_size() entries */
+	unsigned nheld, nheld_max, held_frames;
+	uint64_t t_hold; /* 0: not started */
+	bool hold_over;
 	struct result_snap a, b;           /* the driver counters around the run */
 	int drain_rc;                      /* vnet_drain(): -1 timed out */
 };
@@ -146,6 +156,7 @@ void pkt_configure(void)
 	pk.burst = (unsigned)cmdline_u64("pkt.burst", 32, 1, PKT_BURST_MAX);
 	pk.count = cmdline_u64("pkt.count", 0, 0, (uint64_t)1 << 48);
 	pk.idle_ns = cmdline_u64("pkt.idle", 0, 0, 86400) * 1000000000ull;
+	pk.hold_ns = cmdline_u64("pkt.hold", 0, 0, 60000) * 1000000ull;
 	pkt_parse_ip("pkt.src", "10.77.0.2", pk.addrs.src);
 	pkt_parse_ip("pkt.dst", "10.77.0.1", pk.addrs.dst);
 	pkt_parse_mac("pkt.dmac", "ff:ff:ff:ff:ff:ff", pk.addrs.dmac);
@@ -161,6 +172,8 @@ void pkt_configure(void)
 	    (cmdline_str("pkt.count", NULL) || cmdline_str("pkt.rate", NULL)))
 		kernel_usage_error("cmdline", "keys 'pkt.count' and 'pkt.rate' apply to "
 		                              "pkt.mode=txonly only");
+	if (pk.mode != PKT_RXONLY && pk.hold_ns)
+		kernel_usage_error("cmdline", "key 'pkt.hold' applies to pkt.mode=rxonly only");
 	if (pk.mode == PKT_TXONLY && cmdline_str("pkt.idle", NULL))
 		kernel_usage_error("cmdline", "key 'pkt.idle' applies to the receive modes only");
 }
@@ -267,6 +280,29 @@ static void pkt_trial_line(struct pkt_q *q, uint64_t trial)
 	q->markers++;
 }
 
+/* pkt.hold: keep the frame's buffers. Every buffer is one the RX ring
+ * had, so the ring's size bounds them. */
+static void pkt_hold(struct pkt_q *q, const struct vnet_rx *r, uint64_t now)
+{
+	if (!q->t_hold)
+		q->t_hold = now;
+	for (unsigned k = 0; k < r->nbufs && q->nheld < q->nheld_max; k++)
+		q->held[q->nheld++] = r->buf[k].handle;
+	q->held_frames++;
+}
+
+/* The hold is over: everything back to the driver at once (its refill
+ * must wake a device that found the ring empty), one line for the test. */
+static void pkt_hold_end(struct pkt_q *q, uint64_t now)
+{
+	for (unsigned i = 0; i < q->nheld; i++)
+		vnet_rx_release(q->vn, q->held[i]);
+	printf("PKT_HOLD {\"frames\":%u,\"bufs\":%u,\"held_us\":%lu}\n", q->held_frames, q->nheld,
+	       (unsigned long)((now - q->t_hold) / 1000));
+	q->nheld = 0;
+	q->hold_over = true;
+}
+
 /* A received frame: counted, edited for its mode, or released. True when
  * it is to be forwarded. */
 static bool pkt_rx_one(struct pkt_q *q, struct vnet_rx *r, uint64_t now)
@@ -294,7 +330,10 @@ static bool pkt_rx_one(struct pkt_q *q, struct vnet_rx *r, uint64_t now)
 	if (pk.mode == PKT_RXONLY) {
 		q->frames++;
 		q->bytes += r->len + PKT_FCS;
-		vnet_rx_release_frame(q->vn, r);
+		if (pk.hold_ns && !q->hold_over)
+			pkt_hold(q, r, now);
+		else
+			vnet_rx_release_frame(q->vn, r);
 		return false;
 	}
 	if (r->nbufs != 1 || (r->flags & VNET_RX_F_GSO) ||
@@ -343,6 +382,8 @@ static void pkt_rx_pass(struct pkt_q *q, uint64_t now)
 	unsigned n = 0;
 	int rc = 1;
 
+	if (q->t_hold && !q->hold_over && now - q->t_hold >= pk.hold_ns)
+		pkt_hold_end(q, now);
 	if (q->npend)
 		pkt_forward_held(q); /* a full ring last pass: these go first */
 	while (n < pk.burst && q->npend < pk.burst) {
@@ -389,6 +430,8 @@ static uint64_t pkt_deadline(void *arg)
 	           q->t_last + pk.idle_ns < end) {
 		end = q->t_last + pk.idle_ns;
 	}
+	if (q->t_hold && !q->hold_over && q->t_hold + pk.hold_ns < end)
+		end = q->t_hold + pk.hold_ns; /* no RX interrupt ends a hold: the ring is empty */
 	return end;
 }
 
@@ -480,6 +523,8 @@ static void pkt_run(struct pkt_q *q)
 		vnet_idle(q->vn, pkt_deadline, q);
 		prof_exit();
 	}
+	if (q->t_hold && !q->hold_over)
+		pkt_hold_end(q, clock_ns());
 	for (unsigned i = 0; i < q->npend; i++)
 		vnet_rx_release_frame(q->vn, &q->pend[i]);
 	q->fwd_unsent = q->npend;
@@ -559,6 +604,10 @@ int pkt_main(void)
 		pq[k].qp = k;
 		if (pk.mode == PKT_TXONLY)
 			pkt_setup_tx(&pq[k]);
+		if (pk.hold_ns) {
+			pq[k].nheld_max = vnet_rx_ring_size(pq[k].vn);
+			pq[k].held = pmm_alloc(pq[k].nheld_max * sizeof(void *), 8);
+		}
 	}
 	printf("pkt: mode=%s size=%s rate=%lu flows=%u burst=%u seconds=%lu count=%lu "
 	       "txq=%u rxq=%u%s ready\n",

@@ -73,6 +73,37 @@ class Qmp:
             pass
 
 
+def virtio_queues(path, timeout=2):
+    """QEMU's view of the first virtio-net device's RX and TX queues (QEMU
+    7.2's QMP x-query-virtio-queue-status and -element): last_avail (what
+    it has taken), shadow_avail and avail_idx (the driver's avail->idx as
+    it last read it and as it reads it now), used_idx, inuse; a split
+    ring's indices are free-running, a packed ring's wrap at its size.
+    {"error": ...} when QEMU cannot be asked (gone, or no QMP)."""
+    try:
+        q = Qmp(path, timeout=timeout)
+    except (QmpError, OSError, ValueError) as e:
+        return {"error": str(e)[:200]}
+    try:
+        dev = next(d["path"] for d in q.command("x-query-virtio") if d["name"] == "virtio-net")
+        view = {}
+        for i, name in enumerate(("rx", "tx")):
+            st = q.command("x-query-virtio-queue-status", path=dev, queue=i)
+            v = {"last_avail": st["last-avail-idx"], "shadow_avail": st["shadow-avail-idx"],
+                 "used_idx": st["used-idx"], "inuse": st["inuse"], "size": st["vring-num"]}
+            try:
+                el = q.command("x-query-virtio-queue-element", path=dev, queue=i)
+                v["avail_idx"] = el["avail"]["idx"]
+            except (QmpError, KeyError):
+                v["avail_idx"] = None  # nothing on the ring to show (or a layout it cannot)
+            view[name] = v
+        return view
+    except (QmpError, OSError, ValueError, StopIteration, KeyError) as e:
+        return {"error": str(e)[:200]}
+    finally:
+        q.close()
+
+
 def stats_sum(reply):
     """query-stats' reply -> {counter: value}, summed over vCPUs (and the
     vm target, whose names carry a vm_ prefix here). Histograms skipped."""

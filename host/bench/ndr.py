@@ -181,7 +181,7 @@ def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True, l
     t = {"sent": res["sent"], "received": back["frames"], "tap_tx_dropped": res["tap_tx_dropped"],
          "peer_sock_drops": back.get("sock_drops", back.get("udp_rcvbuf_errors", 0)),
          "send_s": res["send_s"], "offered_pps": round(offered, 1),
-         "generator_limited": offered < GENERATOR_SLACK * rate}
+         "generator_limited": offered < GENERATOR_SLACK * rate, "marker_s": res.get("marker_s")}
     if lat:
         t["rtt"] = back.get("rtt")
     # Loss at both ends, this trial alone: into the guest (sent = what it
@@ -195,7 +195,16 @@ def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True, l
                        g["frames"] + g["pend"] == t["received"] + t["peer_sock_drops"])
     else:
         t.update(guest_received=None, closes=None)  # the marker never reached the guest
+        t["qemu_queues"] = qemu_queue_view(boot)
     return t
+
+
+def qemu_queue_view(boot):
+    """QEMU's own view of the NIC's queues (kvmstats.virtio_queues()) for a
+    trial whose marker the guest never saw: the device side, next to the
+    driver's counters. None without a QMP socket."""
+    import kvmstats
+    return kvmstats.virtio_queues(boot.qmp) if getattr(boot, "qmp", None) else None
 
 
 def execute_run(run, m, guest, logdir, row):
@@ -277,6 +286,14 @@ def execute_run(run, m, guest, logdir, row):
         check["trials_closed"] = sum(1 for s in trials if s.get("closes"))
         check["trials_unmarked"] = sum(1 for s in trials if s.get("closes") is None)
         row["ndr_check"] = check
+        if check["trials_unmarked"] and not linux:
+            # A trial the guest never counted makes every loss figure of
+            # the run doubtful: the row fails, saying what each side saw.
+            bad = [{k: s.get(k) for k in ("rate", "sent", "received", "tap_tx_dropped", "marker_s",
+                                          "qemu_queues")} for s in trials if s.get("closes") is None]
+            raise BenchError(f"{check['trials_unmarked']} trial(s) without the guest's PKT_TRIAL line "
+                             f"(the guest ended at {obj.get('t_line_us')} us, its last frame at "
+                             f"{obj.get('t_end_us')} us): {json.dumps(bad)}")
         for k in ("variant", "accel", "backend"):
             if k in obj:
                 row["guest_" + k] = obj[k]

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from lib import TOP, Fail, json_line, linked_kernel
+from lib import TOP, Fail, json_line, linked_kernel, per_queue
 
 PEER = [sys.executable, os.path.join(TOP, "tests", "tools", "pktpeer.py")]
 
@@ -145,6 +145,8 @@ def test_pkt_bad_keys(t):
         ("pkt.burst=0", r"bad value '0' for key 'pkt.burst'"),
         ("pkt.mode=rxonly pkt.rate=1000", r"keys 'pkt.count' and 'pkt.rate' apply to pkt.mode=txonly only"),
         ("pkt.idle=1", r"key 'pkt.idle' applies to the receive modes only"),
+        ("pkt.mode=macswap pkt.hold=10", r"key 'pkt.hold' applies to pkt.mode=rxonly only"),
+        ("pkt.mode=rxonly pkt.hold=60001", r"bad value '60001' for key 'pkt.hold'"),
         ("pkt.dmac=01:02:03", r"bad value '01:02:03' for key 'pkt.dmac'"),
         ("pkt.dst=10.0.0.300", r"bad value '10.0.0.300' for key 'pkt.dst' \(not an IPv4 address\)"),
         ("pkt.bogus=1", r"unknown key 'pkt.bogus'"),
@@ -218,3 +220,138 @@ def test_pkt_txonly_paced_halts_with_frames_arriving(t):
     if r["halts"] < 500 or r["busy_pct"] > 60:
         raise Fail(f"a 500 pps sender should halt between frames: halts {r['halts']}, busy {r['busy_pct']} %\n"
                    f"{g.tail(8)}")
+
+
+# ---- the "RX stall on tap" of 2026-12-04 (docs/packet-path.md) ----
+
+SLOW_PEER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import pktpeer
+send_frames = pktpeer.send_frames
+
+def slow(*a, **kw):
+    # Each reply is back before the peer looks (a loaded host's peer,
+    # descheduled after its send()): poll_rx() reads every frame while
+    # sending, and drain() reads none.
+    on_idle = a[6]
+    return send_frames(*a[:6], lambda: (time.sleep(0.02), on_idle()), *a[7:], **kw)
+
+pktpeer.send_frames = slow
+sys.exit(pktpeer.main(["pktpeer.py"] + sys.argv[2:]))
+"""
+
+
+def test_pkt_peer_drain_waits_from_the_last_frame_sent(t):
+    """pktpeer's drain(): with since= the idle clock runs from then, not
+    from the first frame drain() itself reads; nothing arriving ends it
+    after `idle`, not at the deadline (the peer side of the 2026-12-04
+    stall: 30 s before the marker went out)."""
+    import socket
+    import time
+
+    sys.path.insert(0, os.path.join(TOP, "tests", "tools"))
+    import pktpeer
+
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        count = pktpeer.SeqCount()
+        t0 = time.monotonic()
+        pktpeer.drain(a, count, lambda data, addr: None, 0.3, t0 + 10, since=t0)
+        took = time.monotonic() - t0
+        if not 0.25 <= took < 2:
+            raise Fail(f"drain(idle 0.3 s, since now) with nothing arriving took {took:.2f} s "
+                       "(expected ~0.3 s, not the 10 s deadline)")
+    finally:
+        a.close()
+        b.close()
+
+
+def test_pkt_slow_trial_marker_reaches_the_guest(t):
+    """The NDR search's latency trial, made deterministic: a trial at a low
+    rate whose every reply the peer reads while still sending (each send
+    followed by 20 ms, as on a loaded host) must send its marker WAIT
+    seconds after its last frame, while the guest (idle bound 4 s, shorter
+    than the peer's 30 s drain bound) still runs; then a second trial must
+    be received in full. Before the fix the peer waited 30 s, the guest had
+    ended, and the tap dropped the marker and all of the next trial."""
+    with t.netns() as ns:
+        g, mac = pkt_guest(t, ns, "pkt.mode=macswap pkt.idle=4")
+        tools = os.path.join(TOP, "tests", "tools")
+        r = ns.run([sys.executable, "-c", SLOW_PEER, tools, "swap", ns.tap, mac, "20", "20", "macswap", "1", "64",
+                    "0", "1"], timeout=90, capture_output=True, text=True)
+        lines = r.stdout.strip().splitlines()
+        if r.returncode or not lines:
+            raise Fail(f"slow pktpeer failed ({r.returncode}): {r.stdout[-300:]} {r.stderr[-300:]}")
+        res = json.loads(lines[-1])
+        check_eq("slow trial: frames back", 20, res["back"]["frames"], g)
+        if not res.get("marker_s", 99) < 2.5:
+            raise Fail(f"the marker went out {res.get('marker_s')} s after the last frame (WAIT is 1 s): {res}")
+        m = g.wait_line(r'^PKT_TRIAL (\{"trial":0,.*\})$', timeout=10)
+        check_eq("trial 0: the guest's count", 20, json.loads(m.group(1))["seq_frames"], g)
+        res = peer(ns, ["swap", ns.tap, mac, "500", "1000", "macswap", "1", "64", "1"])
+        m = g.wait_line(r'^PKT_TRIAL (\{"trial":1,.*\})$', timeout=10)
+        got = json.loads(m.group(1))
+        check_eq("trial 1: sent = received by the guest + the tap's drops", 500,
+                 got["seq_frames"] + res["tap_tx_dropped"], g)
+        if res["tap_tx_dropped"]:
+            raise Fail(f"trial 1: the tap dropped {res['tap_tx_dropped']} of 500 at 1000 frames/s: {res}")
+        result(g)
+
+
+def hold_run(t, kernel=None, packed=False, label="default"):
+    """rxonly with pkt.hold: the guest keeps every buffer for 1.5 s while the
+    peer floods, so QEMU finds the RX ring empty, re-enables notifications,
+    stops reading the tap and waits for a kick; the release's refill must
+    be that kick. Returns what was seen."""
+    import tempfile
+
+    sys.path.insert(0, os.path.join(TOP, "host", "bench"))
+    import kvmstats
+
+    qmp = kvmstats.socket_path(tempfile.mkdtemp(prefix="vnetlab-hold-"))
+    with t.netns() as ns:
+        g = t.start(append="app=pkt backend=tap pkt.mode=rxonly pkt.hold=1500 pkt.idle=3 pkt.seconds=60",
+                    net=f"tap:{ns.tap}", ns=ns, timeout=120, kernel=kernel, packed=packed,
+                    extra=["-qmp", f"unix:{qmp},server=on,wait=off"])
+        mac = g.wait_line(r"^virtio-net: mac=(\S+) ", timeout=60).group(1)
+        ring = int(g.wait_line(r"^pkt: mode=\S+ .* rxq=(\d+) .*ready$", timeout=30).group(1))
+        flood = peer(ns, ["send", ns.tap, mac, "3000", "0"])
+        during = kvmstats.virtio_queues(qmp)
+        hold = json.loads(g.wait_line(r"^PKT_HOLD (\{.*\})$", timeout=30).group(1))
+        after = peer(ns, ["send", ns.tap, mac, "1000", "2000"])
+        r = result(g)
+        rx = per_queue(g, "COUNTERS")
+    where = f"{label}: "
+    if "error" in during:
+        raise Fail(f"{where}QMP during the hold: {during['error']}")
+    d = during["rx"]
+    # QEMU took every buffer posted (256 on the ring before DRIVER_OK) and
+    # completed them all: nothing in flight, nothing left to take.
+    if d["inuse"] != 0 or (not packed and (d["avail_idx"], d["last_avail"]) != (ring, ring)):
+        raise Fail(f"{where}during the hold QEMU should have consumed the whole ring ({ring}): {d}\n{g.tail(8)}")
+    check_eq(f"{where}buffers held", ring, hold["bufs"], g)
+    if flood["tap_tx_dropped"] == 0:
+        raise Fail(f"{where}the flood of 3000 lost nothing at the tap: the ring never ran out? {flood} {hold}")
+    check_eq(f"{where}sent = received + the tap's drops", flood["sent"] + after["sent"],
+             r["frames"] + flood["tap_tx_dropped"] + after["tap_tx_dropped"], g)
+    check_eq(f"{where}after the hold the tap drops nothing", 0, after["tap_tx_dropped"], g)
+    kicks = rx["rx"]["kicks"]
+    if kicks < 1:
+        raise Fail(f"{where}the device parked on an empty ring, yet the RX queue never kicked: {rx['rx']}")
+    return {"kicks": kicks, "hold": hold, "during": d, "flood_dropped": flood["tap_tx_dropped"]}
+
+
+def test_pkt_rx_hold_device_parks_and_the_refill_wakes_it(t):
+    """The device out of RX room on purpose (pkt.hold), on the split and
+    packed rings, polling and halting, event index on and off: reception
+    resumes after the hold, every frame is counted by the guest or by the
+    tap, QEMU's own view (QMP) shows the ring consumed, and the RX queue
+    kicked."""
+    for name, packed in ((None, False), ("poll-deferred-ei0-eager-inline-zc1", False),
+                         ("base-every-ei1-eager-inline-zc1-idle_halt", False),
+                         ("base-every-ei0-eager-inline-zc1-idle_halt", False),
+                         ("base-every-ei1-eager-inline-zc1-packed", True),
+                         ("base-every-ei0-eager-inline-zc1-packed", True),
+                         ("base-every-ei1-eager-inline-zc1-idle_halt-packed", True)):
+        hold_run(t, kernel=linked_kernel(name) if name else None, packed=packed, label=name or "default")

@@ -192,12 +192,15 @@ class Rtt:
                 "max_ns": v[-1], "mean_ns": round(sum(v) / len(v))}
 
 
-def drain(s, count, accept, idle, deadline, hdr=0, recv=None, rtt=None):
+def drain(s, count, accept, idle, deadline, hdr=0, recv=None, rtt=None, since=None):
     """Read frames into count until idle seconds pass with none accepted
-    (after the first) or the deadline; returns when it stopped. hdr: the
-    header bytes the socket does not return (a UDP socket's 42); recv, rtt:
-    read with stamped_recv() and time each numbered frame into rtt."""
-    last = None
+    or the deadline; returns when it stopped. The idle clock starts at
+    `since` (a time.monotonic() value), or with the first frame accepted
+    when since is None (a receiver waiting for its sender to begin). hdr:
+    the header bytes the socket does not return (a UDP socket's 42);
+    recv, rtt: read with stamped_recv() and time each numbered frame into
+    rtt."""
+    last = since
     while True:
         now = time.monotonic()
         if now >= deadline or (last is not None and now - last >= idle):
@@ -328,13 +331,23 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0")
     res = send_frames(tx, iface, mac_bytes(dmac), int(n), float(rate), -1, poll_rx, size,
                       rtt.stamps if rtt else None)
     rx.setblocking(True)
-    drain(rx, count, accept, float(wait), time.monotonic() + 30, hdr, recv, rtt)
+    # WAIT seconds after the last frame sent, or after the last one back,
+    # whichever is later. The idle clock starts now, not at the first frame
+    # drain() itself reads: when every frame came back while sending (a slow
+    # trial, each reply read by poll_rx()), drain() reads none, and it used
+    # to wait out its 30 s deadline before the marker went out; a guest
+    # with a shorter idle bound (the NDR search's 10 s) had ended by then,
+    # so the marker and the next trial met a tap nobody read (the "RX stall
+    # on tap" of 2026-12-04, docs/packet-path.md).
+    t_sent = time.monotonic()
+    drain(rx, count, accept, float(wait), t_sent + 30, hdr, recv, rtt, since=t_sent)
     if count.frames == 0:
         rx.setblocking(False)  # what is there, never a wait: nothing may come back
         poll_rx()
     if trial is not None:
         # After everything came back: the guest prints what it counted.
         tx.send(frame(mac_bytes(dmac), mine, int(trial), 64, MARKER))
+        res["marker_s"] = round(time.monotonic() - t_sent, 3)  # after the last frame sent
     rep = count.report()
     if rtt:
         rep["rtt"] = rtt.report()
