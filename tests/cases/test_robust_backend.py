@@ -59,14 +59,22 @@ def expect_backend_error(g, t0, what, names):
     return took, errs[-1]
 
 
+# A client peer's line that says its requests have begun. sockperf connects,
+# then sleeps 2 s (its "warm-up stage") before its first request; until that
+# request the rr server is still waiting for its client (rr.wait), not mid-run.
+PEER_STARTED = {"sockperf": "Starting test"}
+
+
 def start_role(t, role, wrap, qemu_args, host, guest, backend):
+    import procs
     app, peer, running = ROLES[role]
     fmt = lambda a: a.format(host=host, guest=guest)
-    procs = []
+    peers = []
+    t.cleanups.append(lambda: [p.stop() for p in peers])
+    start_peer = lambda: peers.append(procs.Proc(role + " peer", wrap([fmt(a) for a in peer])))
     serves = "server" in role
     if not serves:
-        procs.append(subprocess.Popen(wrap([fmt(a) for a in peer]), stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, start_new_session=True))
+        start_peer()
         time.sleep(1)
     argv = [QEMU_RUN] + qemu_args[0] + ["--timeout", "60", "--kernel", os.path.join(BUILD, "vnetlab.elf"),
                                         "--append", f"{fmt(app)} {GUEST_NET} backend={backend}", "--"] + qemu_args[1]
@@ -75,10 +83,11 @@ def start_role(t, role, wrap, qemu_args, host, guest, backend):
     g.wait_line(running, timeout=30)
     if serves:
         time.sleep(0.3)
-        procs.append(subprocess.Popen(wrap([fmt(a) for a in peer]), stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, start_new_session=True))
-    t.cleanups.append(lambda: [os.killpg(p.pid, signal.SIGKILL) for p in procs if p.poll() is None])
-    g.peers = procs
+        start_peer()
+        started = PEER_STARTED.get(peer[0])
+        if started and not peers[-1].wait_line(lambda l: started in l, 30):
+            raise Fail(f"{role}: the client peer never said '{started}' within 30 s:\n{peers[-1].tail()}")
+    g.peers = peers
     time.sleep(3)  # well into the measured interval
     return g
 
@@ -86,9 +95,7 @@ def start_role(t, role, wrap, qemu_args, host, guest, backend):
 def end_peers(g):
     """The role's host peers end with it, before the next role starts."""
     for p in g.peers:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(10)
+        p.stop()
 
 
 def test_tap_down_mid_run_every_role(t):
