@@ -24,7 +24,8 @@ ROLES = {
                   ["sockperf", "ping-pong", "--tcp", "-i", "{guest}", "-p", "11111", "-t", "30"],
                   r"^rr server listening"),
     # The same with a client that takes 2 s longer to send its first
-    # request (connected, in sockperf's warm-up stage): a slow start.
+    # request (connected, in sockperf's warm-up stage): a slow start, the
+    # reproducer of docs/robustness.md "The rr server and an early sockperf client".
     "rr server, late client": ("app=rr rr.role=server rr.warmup=0",
                                ["sockperf", "ping-pong", "--tcp", "-i", "{guest}", "-p", "11111", "-t", "30",
                                 "--pre-warmup-wait", "2"], r"^rr server listening"),
