@@ -85,8 +85,8 @@ PVH_OBJS    := $(call obj,$(PVH_SRCS))
 .DEFAULT_GOAL := all
 include mk/variants.mk
 
-.PHONY: all deps pvh efi image run test bench soak variants clean distclean help format
-all: pvh efi
+.PHONY: all deps pvh efi image run test bench soak variants clean distclean help format host-tools
+all: pvh efi host-tools
 
 help:
 	@echo "make            build build/vnetlab.elf (PVH) and build/BOOTX64.EFI"
@@ -152,6 +152,16 @@ $(O)/obj/%.o: %.S | $(DEPS_STAMP)
 $(O)/vnetlab.elf: $(PVH_OBJS) $(COMMON_OBJS) linker/pvh.ld
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(PVH_LINK) -o $@ $(PVH_OBJS) $(COMMON_OBJS) $(LIBS)
+
+# Host-side tools, built with the host's compiler for the host: the paced
+# frame generator (host/pktgen/pacegen.c, docs/packet-path.md).
+HOSTCC      ?= cc
+HOST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror
+host-tools: $(O)/host/pacegen
+$(O)/host/pacegen: host/pktgen/pacegen.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  HOSTCC  $<")
+	$(Q)$(HOSTCC) $(HOST_CFLAGS) -o $@ $< -lm
 
 -include boot/efi/efi.mk
 # make fuzz, make fuzz-build: libFuzzer targets for the receive path
