@@ -154,14 +154,20 @@ $(O)/vnetlab.elf: $(PVH_OBJS) $(COMMON_OBJS) linker/pvh.ld
 	$(Q)$(PVH_LINK) -o $@ $(PVH_OBJS) $(COMMON_OBJS) $(LIBS)
 
 # Host-side tools, built with the host's compiler for the host: the paced
-# frame generator (host/pktgen/pacegen.c, docs/packet-path.md).
+# frame generators (host/pktgen/, docs/packet-path.md), on an AF_PACKET
+# socket (pacegen) and on DPDK's vhost PMD (vupacegen: Debian's dpdk-dev,
+# which host/deps.sh installs; pkg-config libdpdk).
 HOSTCC      ?= cc
 HOST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror
-host-tools: $(O)/host/pacegen
+host-tools: $(O)/host/pacegen $(O)/host/vupacegen
 $(O)/host/pacegen: host/pktgen/pacegen.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  HOSTCC  $<")
 	$(Q)$(HOSTCC) $(HOST_CFLAGS) -o $@ $< -lm
+$(O)/host/vupacegen: host/pktgen/vupacegen.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  HOSTCC  $<")
+	$(Q)$(HOSTCC) $(HOST_CFLAGS) $$(pkg-config --cflags libdpdk) -o $@ $< $$(pkg-config --libs libdpdk) -lm
 
 -include boot/efi/efi.mk
 # make fuzz, make fuzz-build: libFuzzer targets for the receive path

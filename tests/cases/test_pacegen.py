@@ -183,3 +183,88 @@ def test_pacegen_bad_arguments(t):
         if r.returncode != 2 or want not in r.stderr or r.stdout:
             raise Fail(f"pacegen {' '.join(args)}: expected exit 2 and '{want}' on stderr, nothing on stdout; "
                        f"saw {r.returncode}, stderr {r.stderr.strip()[:200]!r}, stdout {r.stdout[:100]!r}")
+
+
+VUPACEGEN = os.path.join(BUILD, "host", "vupacegen")
+
+
+def vu_run(t, tmp, rate, seconds, mode="rxonly", kernel=None):
+    """vupacegen on a vhost-user socket (its own private mount namespace
+    with a tmpfs on /run for DPDK's runtime files, a hard timeout), the
+    appliance in `mode` on the other end; returns (generator's line,
+    guest's PKT_TRIAL, guest's RESULT)."""
+    if not os.access(VUPACEGEN, os.X_OK):
+        raise Fail(f"{VUPACEGEN} not built (make host-tools; needs Debian's dpdk-dev)")
+    sock = os.path.join(tmp, "vu.sock")
+    script = "mount -t tmpfs vnetlab-vupacegen /run && exec \"$@\""
+    argv = ["timeout", "-s", "KILL", str(seconds + 150), "unshare", "-m", "--propagation", "private", "sh", "-c",
+            script, "sh", VUPACEGEN, "--no-huge", "-m", "512", "--no-pci", "-l", "1", "--file-prefix",
+            f"vnetlab-vupacegen-{os.getpid()}", "--vdev", f"net_vhost0,iface={sock}", "--",
+            "--wait-go", "--trial", "1", "52:54:00:12:34:56", str(rate), str(seconds)]
+    errlog = open(os.path.join(tmp, "vupacegen.err"), "w")  # DPDK's own log
+    gen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, text=True,
+                           start_new_session=True)
+
+    def stop_gen():
+        if gen.poll() is None:
+            os.killpg(gen.pid, 9)
+            gen.wait()
+    t.cleanups.append(stop_gen)
+    line = gen.stdout.readline()
+    if "waiting for the guest" not in line:
+        errlog.flush()
+        raise Fail(f"vupacegen did not come up: {line!r}; its log:\n{open(errlog.name).read()[-1500:]}")
+    g = t.start(append=f"app=pkt backend=vhost-user pkt.mode={mode} pkt.seconds={seconds + 60} pkt.idle=3",
+                net="none", timeout=seconds + 120, kernel=kernel,
+                extra=["-object", "memory-backend-memfd,id=mem,size=512M,share=on", "-numa", "node,memdev=mem",
+                       "-chardev", f"socket,id=c0,path={sock}", "-netdev", "vhost-user,id=n0,chardev=c0",
+                       "-device", "virtio-net-pci,netdev=n0,disable-legacy=on,romfile=,vectors=0"])
+    g.wait_line(r"^pkt: mode=\S+ .* ready$", timeout=60)
+    line = gen.stdout.readline()
+    if "guest up" not in line:
+        raise Fail(f"vupacegen did not see the guest: {line!r}")
+    gen.stdin.write("go\n")
+    gen.stdin.flush()
+    line = gen.stdout.readline()  # the result; the port stays up until stdin closes
+    try:
+        res = json.loads(line)
+    except ValueError:
+        raise Fail(f"vupacegen: no result line: {line!r}")
+    if "error" in res:
+        raise Fail(f"vupacegen: {res}")
+    trial = json.loads(g.wait_line(r"^PKT_TRIAL (\{.*\})$", timeout=30).group(1))
+    g.wait()
+    gen.stdin.close()
+    gen.wait(timeout=30)
+    g.expect_ok()
+    return res, trial, json_line(g, "RESULT")
+
+
+def test_vupacegen_paced_into_rxonly_on_vhost_user(t):
+    """vupacegen (DPDK, the vhost PMD on the guest's socket) at 100 kpps
+    for 2 s into app=pkt rxonly: its rate within 1 % by its TSC, the
+    guest's count = what the port took (its opackets, less the marker),
+    gaps at most what the port refused (the guest's ring was full; no
+    reorder), the trial marker seen."""
+    import tempfile
+    if os.geteuid() != 0:
+        from lib import Skip
+        raise Skip("needs root (a private mount namespace for DPDK's runtime files)")
+    rate, seconds = 100000, 2
+    with tempfile.TemporaryDirectory(prefix="vnetlab-vu-") as tmp:
+        res, trial, r = vu_run(t, tmp, rate, seconds)
+    w = res["win_10ms"]
+    print(f"    vupacegen -> rxonly (TCG, vhost-user, {rate} frames/s, {seconds} s): {res['achieved_pps']:.0f} by its "
+          f"TSC, sent {res['sent']}, refused {res['refused']}, guest counted {trial['seq_frames']} "
+          f"(gaps {trial['seq_gaps']}); frames per 10 ms (target {w['target']:.0f}) p1/p50/p99 "
+          f"{w['p1']}/{w['p50']}/{w['p99']} min {w['min']} max {w['max']}; guest pps {r.get('pps')}", flush=True)
+    n = rate * seconds
+    if res["offered"] != n or res["sent"] + res["refused"] != n or res["port_opackets"] != res["sent"] + 1:
+        raise Fail(f"vupacegen: expected {n} offered = sent + refused, opackets = sent + the marker; saw {res}")
+    if abs(res["achieved_pps"] - rate) > rate / 100:
+        raise Fail(f"vupacegen: {res['achieved_pps']} frames/s by its TSC, not within 1 % of {rate}")
+    if trial["seq_frames"] != res["sent"] or trial["seq_reorder"] or trial["seq_gaps"] > res["refused"]:
+        raise Fail(f"guest: expected {res['sent']} numbered frames, at most {res['refused']} gaps, no reorder; "
+                   f"saw {trial}")
+    if res["marker"] is not True or r["markers"] != 1:
+        raise Fail(f"trial marker: sent {res['marker']}, the guest saw {r['markers']}")
