@@ -160,11 +160,11 @@ $(O)/vnetlab.elf: $(PVH_OBJS) $(COMMON_OBJS) linker/pvh.ld
 HOSTCC      ?= cc
 HOST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror
 host-tools: $(O)/host/pacegen $(O)/host/vupacegen
-$(O)/host/pacegen: host/pktgen/pacegen.c
+$(O)/host/pacegen: host/pktgen/pacegen.c host/pktgen/pktgen.h
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  HOSTCC  $<")
 	$(Q)$(HOSTCC) $(HOST_CFLAGS) -o $@ $< -lm
-$(O)/host/vupacegen: host/pktgen/vupacegen.c | $(DEPS_STAMP)
+$(O)/host/vupacegen: host/pktgen/vupacegen.c host/pktgen/pktgen.h | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  HOSTCC  $<")
 	$(Q)$(HOSTCC) $(HOST_CFLAGS) $$(pkg-config --cflags libdpdk) -o $@ $< $$(pkg-config --libs libdpdk) -lm

@@ -8,14 +8,13 @@
  * Sends RATE frames per second for SECONDS on IFACE through one AF_PACKET
  * socket: sendmmsg() of a batch, the batch's start paced by a busy wait on
  * CLOCK_MONOTONIC (a sleep first when the next batch is more than 2 ms
- * away, below 500 frames/s), so the rate holds over any window longer than a batch. Frames are
- * the appliance's own generator frame (apps/pkt.h): Ethernet, IPv4, UDP
- * 10.77.0.1:40000 -> 10.77.0.2:9 (checksum 0), "VNPK", a 64-bit big-endian
- * sequence number from 0, then at offset 54 the send time (the batch's, ns
- * on CLOCK_REALTIME, the low 48 bits big endian: what SO_TIMESTAMPNS gives
- * a receiver), zeros to the end. With --trial N a trial marker ("VNPT" and
- * N) follows the last frame after --marker-wait ms: the receive modes print
- * their PKT_TRIAL line on it.
+ * away, below 500 frames/s), so the rate holds over any window longer than
+ * a batch; --fifo runs it under SCHED_FIFO (pktgen.h says how it leaves
+ * the kernel its 5 %). Frames are the appliance's own generator frame
+ * (pktgen.h, apps/pkt.h): a sequence number from 0 and the batch's send
+ * time on CLOCK_REALTIME (what SO_TIMESTAMPNS gives a receiver). With
+ * --trial N a trial marker ("VNPT" and N) follows the last frame after
+ * --marker-wait ms: the receive modes print their PKT_TRIAL line on it.
  *
  * Every frame is offered once: a frame the kernel refuses is counted (by
  * errno) and not sent again, so the offered rate does not bend to the sink
@@ -34,56 +33,39 @@
  * argument, with the reason on stderr.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <linux/if_packet.h>
-#include <math.h>
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <sched.h>
-#include <sys/prctl.h>
 #include <stdarg.h>
 #include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#define FCS         4 /* sizes are RFC 2544's: the FCS counted, never sent */
-#define HDR_LEN     42
-#define SEQ_OFF     46
-#define TS_OFF      54
-#define MIN_SIZE    64
-#define MAX_SIZE    1518
-#define MAX_BATCH   64
-#define MAX_SECONDS 3600
-#define WIN_NS      10000000ull /* the spread's window: 10 ms */
-#define SLEEP_NS    2000000     /* sleep first when the next batch is this far off ... */
-#define WAKE_NS     1000000     /* ... and wake this much before it (a sleep wakes late) */
-#define YIELD_EVERY 1000000     /* --fifo: give the CPU up every 1 ms ... */
-#define YIELD_NS    60000       /* ... for 60 us (6 %, above the kernel's 5 % for others) */
+#include "pktgen.h"
 
-static const char *prog = "pacegen";
+#define MAX_BATCH 64
+#define WIN_NS    10000000ull /* the spread's window: 10 ms */
+#define SLEEP_NS  2000000     /* sleep first when the next batch is this far off ... */
+#define WAKE_NS   1000000     /* ... and wake this much before it (a sleep wakes late) */
 
-__attribute__((noreturn, format(printf, 1, 2))) static void usage_error(const char *fmt, ...)
+static void usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", prog);
+	fprintf(stderr, "pacegen: ");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr,
-	        "\nusage: %s [--size 64..1518] [--batch 1..%d] [--qdisc-bypass] [--cpu N]\n"
+	        "\nusage: pacegen [--size 64..1518] [--batch 1..%d] [--qdisc-bypass] [--cpu N]\n"
 	        "       [--fifo] [--trial N [--marker-wait MS]] IFACE DMAC RATE SECONDS\n"
 	        "  RATE 1..100000000 frames/s, SECONDS 0.01..%d\n",
-	        prog, MAX_BATCH, MAX_SECONDS);
+	        MAX_BATCH, PKTGEN_MAX_S);
 	exit(2);
 }
 
@@ -99,32 +81,6 @@ static uint64_t now_ns(clockid_t c)
 
 	clock_gettime(c, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static double parse_num(const char *s, const char *what, double lo, double hi)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= lo && v <= hi))
-		usage_error("%s: '%s' is not a number in %g..%g", what, s, lo, hi);
-	return v;
-}
-
-static void parse_mac(const char *s, uint8_t mac[6])
-{
-	unsigned v[6];
-	char tail;
-
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
-		usage_error("DMAC: '%s' is not xx:xx:xx:xx:xx:xx", s);
-	for (int i = 0; i < 6; i++) {
-		if (v[i] > 255)
-			usage_error("DMAC: '%s' is not xx:xx:xx:xx:xx:xx", s);
-		mac[i] = (uint8_t)v[i];
-	}
 }
 
 static uint64_t if_stat(const char *iface, const char *name)
@@ -143,62 +99,18 @@ static uint64_t if_stat(const char *iface, const char *name)
 	return v;
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put_be(uint8_t *p, uint64_t v, int bytes)
-{
-	for (int i = 0; i < bytes; i++)
-		p[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
-}
-
-/* apps/pkt_frame.c pkt_frame_build(), byte for byte (len = size - FCS). */
-static void frame_build(uint8_t *f, unsigned len, const uint8_t dmac[6], const uint8_t smac[6],
-                        const char *magic)
-{
-	uint8_t *ip = f + 14, *udp = f + 34;
-	uint32_t sum = 0;
-
-	memset(f, 0, len);
-	memcpy(f, dmac, 6);
-	memcpy(f + 6, smac, 6);
-	put16(f + 12, 0x0800);
-	ip[0] = 0x45;
-	put16(ip + 2, (uint16_t)(len - 14));
-	put16(ip + 6, 0x4000); /* DF */
-	ip[8] = 64;
-	ip[9] = 17;
-	ip[12] = 10, ip[13] = 77, ip[14] = 0, ip[15] = 1;
-	ip[16] = 10, ip[17] = 77, ip[18] = 0, ip[19] = 2;
-	for (int i = 0; i < 20; i += 2)
-		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	put16(ip + 10, (uint16_t)~sum);
-	put16(udp, 40000);
-	put16(udp + 2, 9);
-	put16(udp + 4, (uint16_t)(len - 34));
-	memcpy(f + HDR_LEN, magic, 4);
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"size", required_argument, 0, 's'},  {"batch", required_argument, 0, 'b'},
-		{"trial", required_argument, 0, 't'}, {"marker-wait", required_argument, 0, 'w'},
-		{"cpu", required_argument, 0, 'c'},   {"qdisc-bypass", no_argument, 0, 'q'},
-		{"fifo", no_argument, 0, 'f'},        {"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
+	    {"size", required_argument, 0, 's'},
+	    {"batch", required_argument, 0, 'b'},
+	    {"trial", required_argument, 0, 't'},
+	    {"marker-wait", required_argument, 0, 'w'},
+	    {"cpu", required_argument, 0, 'c'},
+	    {"qdisc-bypass", no_argument, 0, 'q'},
+	    {"fifo", no_argument, 0, 'f'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
 	};
 	unsigned size = 64, batch = 0;
 	long long trial = -1, marker_wait_ms = 100, cpu = -1;
@@ -207,30 +119,46 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': size = (unsigned)parse_num(optarg, "--size", MIN_SIZE, MAX_SIZE); break;
-		case 'b': batch = (unsigned)parse_num(optarg, "--batch", 1, MAX_BATCH); break;
-		case 't': trial = (long long)parse_num(optarg, "--trial", 0, 1e15); break;
-		case 'w': marker_wait_ms = (long long)parse_num(optarg, "--marker-wait", 0, 60000); break;
-		case 'c': cpu = (long long)parse_num(optarg, "--cpu", 0, CPU_SETSIZE - 1); break;
-		case 'q': bypass = true; break;
-		case 'f': fifo = true; break;
-		case 'h': usage_error("help");
-		default: usage_error("unknown option");
+		case 's':
+			size = (unsigned)pktgen_num(optarg, "--size", PKTGEN_MIN, PKTGEN_MAX);
+			break;
+		case 'b':
+			batch = (unsigned)pktgen_num(optarg, "--batch", 1, MAX_BATCH);
+			break;
+		case 't':
+			trial = (long long)pktgen_num(optarg, "--trial", 0, 1e15);
+			break;
+		case 'w':
+			marker_wait_ms = (long long)pktgen_num(optarg, "--marker-wait", 0, 60000);
+			break;
+		case 'c':
+			cpu = (long long)pktgen_num(optarg, "--cpu", 0, CPU_SETSIZE - 1);
+			break;
+		case 'q':
+			bypass = true;
+			break;
+		case 'f':
+			fifo = true;
+			break;
+		case 'h':
+			usage_error("help");
+		default:
+			usage_error("unknown option");
 		}
 	}
 	if (argc - optind != 4)
 		usage_error("expected IFACE DMAC RATE SECONDS, got %d arguments", argc - optind);
 	const char *iface = argv[optind];
 	uint8_t dmac[6], smac[6];
-	parse_mac(argv[optind + 1], dmac);
-	double rate = parse_num(argv[optind + 2], "RATE", 1, 1e8);
-	double seconds = parse_num(argv[optind + 3], "SECONDS", 0.01, MAX_SECONDS);
+	pktgen_mac(argv[optind + 1], dmac);
+	double rate = pktgen_num(argv[optind + 2], "RATE", 1, 1e8);
+	double seconds = pktgen_num(argv[optind + 3], "SECONDS", 0.01, PKTGEN_MAX_S);
 	unsigned ifindex = if_nametoindex(iface);
 	if (strlen(iface) >= IFNAMSIZ || !ifindex)
 		usage_error("IFACE: no interface '%s' here", iface);
 	/* One batch per >= 16 us: 1 frame per call up to 62.5 kpps, 16 at 1 Mpps. */
 	if (!batch)
-		batch = rate / 62500 < 1 ? 1 : rate / 62500 > 32 ? 32 : (unsigned)(rate / 62500);
+		batch = pktgen_batch(rate);
 
 	if (cpu >= 0) {
 		cpu_set_t set;
@@ -241,19 +169,13 @@ int main(int argc, char **argv)
 			fail("sched_setaffinity");
 	}
 	if (fifo) {
-		/* A busy-waiting SCHED_FIFO thread keeps its CPU for the whole run:
-		 * on a shared host other CPU-bound threads then take no window from
-		 * it. The kernel still gives normal threads 5 % of each second
-		 * (RT throttling, or the fair server since 6.12), 50 ms at once
-		 * when they are starved: measured here as one 50 ms hole per
-		 * second. The loop below sleeps 60 us every 1 ms instead, which
-		 * the pacing makes up within the next batches. */
+		/* pktgen.h: the loop below gives the CPU up 6 % of the time */
 		struct sched_param sp = {.sched_priority = 1};
 
 		if (sched_setscheduler(0, SCHED_FIFO, &sp))
 			fail("sched_setscheduler(SCHED_FIFO)");
 	}
-	prctl(PR_SET_TIMERSLACK, 1UL); /* the sleeps below 500 frames/s: wake on time */
+	prctl(PR_SET_TIMERSLACK, 1UL);           /* the sleeps below 500 frames/s: wake on time */
 	int fd = socket(AF_PACKET, SOCK_RAW, 0); /* protocol 0: this socket receives nothing */
 	if (fd < 0)
 		fail("socket(AF_PACKET)");
@@ -270,12 +192,12 @@ int main(int argc, char **argv)
 		fail("SIOCGIFHWADDR");
 	memcpy(smac, ifr.ifr_hwaddr.sa_data, 6);
 
-	unsigned len = size - FCS;
-	static uint8_t bufs[MAX_BATCH][MAX_SIZE];
+	unsigned len = size - PKTGEN_FCS;
+	static uint8_t bufs[MAX_BATCH][PKTGEN_MAX];
 	struct iovec iov[MAX_BATCH];
 	struct mmsghdr msgs[MAX_BATCH];
 	for (unsigned i = 0; i < batch; i++) {
-		frame_build(bufs[i], len, dmac, smac, "VNPK");
+		pktgen_frame(bufs[i], len, dmac, smac, "VNPK");
 		iov[i] = (struct iovec){.iov_base = bufs[i], .iov_len = len};
 		msgs[i] = (struct mmsghdr){.msg_hdr = {.msg_iov = &iov[i], .msg_iovlen = 1}};
 	}
@@ -292,19 +214,19 @@ int main(int argc, char **argv)
 	uint64_t late = 0, max_lag = 0, seq = 0, yields = 0;
 	double ns_per_frame = 1e9 / rate;
 	uint64_t wall_off = now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC);
-	uint64_t t0 = now_ns(CLOCK_MONOTONIC), t = t0, next_yield = t0 + YIELD_EVERY;
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), t = t0, next_yield = t0 + PKTGEN_YIELD_EVERY;
 
 	while (seq < total) {
 		/* Batch k starts when its first frame is due: t0 + seq / rate. */
 		uint64_t due = t0 + (uint64_t)((double)seq * ns_per_frame);
 		t = now_ns(CLOCK_MONOTONIC);
 		if (fifo && t >= next_yield) {
-			struct timespec ts = {.tv_sec = 0, .tv_nsec = YIELD_NS};
+			struct timespec ts = {.tv_sec = 0, .tv_nsec = PKTGEN_YIELD_NS};
 
 			nanosleep(&ts, NULL);
 			yields++;
 			t = now_ns(CLOCK_MONOTONIC);
-			next_yield = t + YIELD_EVERY;
+			next_yield = t + PKTGEN_YIELD_EVERY;
 		}
 		if (due > t + SLEEP_NS) {
 			struct timespec ts = {.tv_sec = (time_t)((due - WAKE_NS) / 1000000000ull),
@@ -320,8 +242,8 @@ int main(int argc, char **argv)
 		unsigned n = total - seq < batch ? (unsigned)(total - seq) : batch;
 		uint64_t stamp = (t + wall_off) & 0xffffffffffffull;
 		for (unsigned i = 0; i < n; i++) {
-			put_be(bufs[i] + SEQ_OFF, seq + i, 8);
-			put_be(bufs[i] + TS_OFF, stamp, 6);
+			pktgen_be(bufs[i] + PKTGEN_SEQ_OFF, seq + i, 8);
+			pktgen_be(bufs[i] + PKTGEN_TS_OFF, stamp, 6);
 		}
 		unsigned i = 0;
 		while (i < n) {
@@ -359,62 +281,46 @@ int main(int argc, char **argv)
 
 	bool marker_sent = false;
 	if (trial >= 0) {
-		struct timespec ts = {.tv_sec = marker_wait_ms / 1000, .tv_nsec = (marker_wait_ms % 1000) * 1000000};
-		uint8_t m[MAX_SIZE];
+		struct timespec ts = {.tv_sec = marker_wait_ms / 1000,
+		                      .tv_nsec = (marker_wait_ms % 1000) * 1000000};
+		uint8_t m[PKTGEN_MAX];
 
 		nanosleep(&ts, NULL);
-		frame_build(m, MIN_SIZE - FCS, dmac, smac, "VNPT");
-		put_be(m + SEQ_OFF, (uint64_t)trial, 8);
+		pktgen_frame(m, PKTGEN_MIN - PKTGEN_FCS, dmac, smac, "VNPT");
+		pktgen_be(m + PKTGEN_SEQ_OFF, (uint64_t)trial, 8);
 		for (int k = 0; k < 100 && !marker_sent; k++) {
-			marker_sent = send(fd, m, MIN_SIZE - FCS, 0) == (ssize_t)(MIN_SIZE - FCS);
+			marker_sent = send(fd, m, PKTGEN_MIN - PKTGEN_FCS, 0) ==
+			              (ssize_t)(PKTGEN_MIN - PKTGEN_FCS);
 			if (!marker_sent)
 				usleep(10000);
 		}
 	}
-	uint64_t tx = if_stat(iface, "tx_packets") - tx0, drop = if_stat(iface, "tx_dropped") - drop0;
+	uint64_t tx = if_stat(iface, "tx_packets") - tx0,
+	         drop = if_stat(iface, "tx_dropped") - drop0;
 
 	/* The spread: frames offered per whole 10 ms window against rate / 100. */
 	uint64_t full = (elapsed / WIN_NS < nwin) ? elapsed / WIN_NS : nwin;
 	if (t_end - t0 < full * WIN_NS)
 		full = (t_end - t0) / WIN_NS;
-	double target = rate * WIN_NS / 1e9, sd = 0, mean = 0;
-	uint32_t p1 = 0, p50 = 0, p99 = 0, wmin = 0, wmax = 0;
-	if (full) {
-		uint32_t *sorted = malloc(full * sizeof *sorted);
-		if (!sorted)
-			fail("malloc");
-		memcpy(sorted, win, full * sizeof *sorted);
-		qsort(sorted, full, sizeof *sorted, cmp_u32);
-		for (uint64_t k = 0; k < full; k++)
-			mean += sorted[k];
-		mean /= (double)full;
-		for (uint64_t k = 0; k < full; k++)
-			sd += (sorted[k] - mean) * (sorted[k] - mean);
-		sd = sqrt(sd / (double)full);
-		wmin = sorted[0];
-		wmax = sorted[full - 1];
-		p1 = sorted[full / 100];
-		p50 = sorted[full / 2];
-		p99 = sorted[full - 1 - full / 100];
-		free(sorted);
-	}
 	printf("{\"gen\":\"pacegen\",\"iface\":\"%s\",\"rate\":%.0f,\"size\":%u,\"batch\":%u,"
-	       "\"qdisc_bypass\":%d,\"fifo\":%d,\"seconds\":%.3f,\"offered\":%llu,\"sent\":%llu,\"refused\":%llu,"
-	       "\"refused_enobufs\":%llu,\"refused_eagain\":%llu,\"refused_other\":%llu,\"calls\":%llu,"
-	       "\"elapsed_ns\":%llu,\"achieved_pps\":%.1f,\"late_batches\":%llu,\"max_lag_ns\":%llu,"
-	       "\"yields\":%llu,"
-	       "\"win_10ms\":{\"n\":%llu,\"target\":%.2f,\"mean\":%.2f,\"sd\":%.2f,\"min\":%u,\"p1\":%u,"
-	       "\"p50\":%u,\"p99\":%u,\"max\":%u},\"first_seq\":0,\"last_seq\":%llu,"
-	       "\"marker\":%s,\"if_tx_packets\":%llu,\"if_tx_dropped\":%llu}\n",
+	       "\"qdisc_bypass\":%d,\"fifo\":%d,\"seconds\":%.3f,\"offered\":%llu,\"sent\":%llu,"
+	       "\"refused\":%llu,\"refused_enobufs\":%llu,\"refused_eagain\":%llu,\"refused_"
+	       "other\":%llu,"
+	       "\"calls\":%llu,\"elapsed_ns\":%llu,\"achieved_pps\":%.1f,\"late_batches\":%llu,"
+	       "\"max_lag_ns\":%llu,\"yields\":%llu,",
 	       iface, rate, size, batch, bypass, fifo, seconds, (unsigned long long)total,
 	       (unsigned long long)sent, (unsigned long long)refused, (unsigned long long)enobufs,
 	       (unsigned long long)eagain, (unsigned long long)other, (unsigned long long)calls,
 	       (unsigned long long)elapsed, (double)total * 1e9 / (double)elapsed,
-	       (unsigned long long)late, (unsigned long long)max_lag, (unsigned long long)yields,
-	       (unsigned long long)full, target,
-	       mean, sd, wmin, p1, p50, p99, wmax, (unsigned long long)(total - 1),
-	       trial < 0 ? "null" : marker_sent ? "true" : "false", (unsigned long long)tx,
-	       (unsigned long long)drop);
+	       (unsigned long long)late, (unsigned long long)max_lag, (unsigned long long)yields);
+	pktgen_print_spread(win, full, rate);
+	printf(",\"first_seq\":0,\"last_seq\":%llu,\"marker\":%s,\"if_tx_packets\":%llu,"
+	       "\"if_tx_dropped\":%llu}\n",
+	       (unsigned long long)(total - 1),
+	       trial < 0     ? "null"
+	       : marker_sent ? "true"
+	                     : "false",
+	       (unsigned long long)tx, (unsigned long long)drop);
 	free(win);
 	close(fd);
 	return 0;

@@ -4,17 +4,17 @@
  * guest's NIC is a vhost-user port (docs/packet-path.md, "A paced
  * generator").
  *
- *   vupacegen EAL-ARGS -- [--size N] [--burst N] [--trial N] [--wait-go]
- *             DMAC RATE SECONDS
+ *   vupacegen EAL-ARGS -- [--size N] [--burst N] [--fifo] [--trial N]
+ *             [--wait-go] DMAC RATE SECONDS
  *
  * EAL-ARGS name one port, e.g. `--no-huge -m 512 --no-pci -l 1 --vdev
  * net_vhost0,iface=SOCK`: the vhost PMD owns the socket QEMU connects to
  * (no switch). Once the guest's driver is up (link up), and with --wait-go
  * once a line arrives on stdin (the caller saw the guest's ready line), it
  * sends RATE frames per second for SECONDS: rte_eth_tx_burst() of a burst,
- * each burst's start paced by a busy wait on the TSC. Frames are
- * pacegen.c's (the appliance's generator frame, a sequence number from 0,
- * the send time at offset 54 as the low 48 bits of CLOCK_REALTIME ns); a
+ * each burst's start paced by a busy wait on the TSC (--fifo: as pacegen's,
+ * pktgen.h). Frames are pktgen.h's (the appliance's generator frame, a
+ * sequence number from 0, the send time at offset 54); a
  * frame the port refuses (the guest's RX ring has no buffer: a vhost-user
  * port has no queue) is counted and freed, never sent again, so the guest
  * sees a gap. With --trial N a trial marker follows after 100 ms. RX is
@@ -23,16 +23,11 @@
  * counters; with --wait-go the port then stays up until stdin ends. Exit
  * 0; 1 when the run failed; 2 on a bad argument.
  */
-#include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
-#include <math.h>
 #include <poll.h>
+#include <sched.h>
+#include <stdarg.h>
 #include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,16 +36,14 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
-#define FCS          4
-#define SEQ_OFF      46
-#define TS_OFF       54
-#define MAX_BURST    64
-#define MAX_SECONDS  3600
-#define LINK_WAIT_S  60
-#define RING         1024
-#define NB_MBUFS     8191
+#include "pktgen.h"
 
-__attribute__((noreturn, format(printf, 1, 2))) static void usage_error(const char *fmt, ...)
+#define MAX_BURST   64
+#define LINK_WAIT_S 60
+#define RING        1024
+#define NB_MBUFS    8191
+
+static void usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -58,9 +51,12 @@ __attribute__((noreturn, format(printf, 1, 2))) static void usage_error(const ch
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nusage: vupacegen EAL-ARGS -- [--size 64..1518] [--burst 1..%d] [--trial N] "
-	                "[--wait-go] DMAC RATE SECONDS\n",
-	        MAX_BURST);
+	fprintf(stderr,
+	        "\nusage: vupacegen EAL-ARGS -- [--size 64..1518] [--burst 1..%d] [--fifo] "
+	        "[--trial N]\n"
+	        "       [--wait-go] DMAC RATE SECONDS\n"
+	        "  RATE 1..100000000 frames/s, SECONDS 0.01..%d\n",
+	        MAX_BURST, PKTGEN_MAX_S);
 	exit(2);
 }
 
@@ -69,66 +65,6 @@ __attribute__((noreturn)) static void fail(const char *what, int err)
 	printf("{\"error\":\"%s: %s\"}\n", what, strerror(err < 0 ? -err : err));
 	fflush(stdout);
 	exit(1);
-}
-
-static double parse_num(const char *s, const char *what, double lo, double hi)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= lo && v <= hi))
-		usage_error("%s: '%s' is not a number in %g..%g", what, s, lo, hi);
-	return v;
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put_be(uint8_t *p, uint64_t v, int bytes)
-{
-	for (int i = 0; i < bytes; i++)
-		p[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
-}
-
-/* pacegen.c frame_build(): apps/pkt_frame.c pkt_frame_build() byte for byte. */
-static void frame_build(uint8_t *f, unsigned len, const uint8_t dmac[6], const uint8_t smac[6],
-                        const char *magic)
-{
-	uint8_t *ip = f + 14, *udp = f + 34;
-	uint32_t sum = 0;
-
-	memset(f, 0, len);
-	memcpy(f, dmac, 6);
-	memcpy(f + 6, smac, 6);
-	put16(f + 12, 0x0800);
-	ip[0] = 0x45;
-	put16(ip + 2, (uint16_t)(len - 14));
-	put16(ip + 6, 0x4000);
-	ip[8] = 64;
-	ip[9] = 17;
-	ip[12] = 10, ip[13] = 77, ip[14] = 0, ip[15] = 1;
-	ip[16] = 10, ip[17] = 77, ip[18] = 0, ip[19] = 2;
-	for (int i = 0; i < 20; i += 2)
-		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	put16(ip + 10, (uint16_t)~sum);
-	put16(udp, 40000);
-	put16(udp + 2, 9);
-	put16(udp + 4, (uint16_t)(len - 34));
-	memcpy(f + 42, magic, 4);
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static void drain_rx(uint16_t port, uint64_t *rx)
@@ -149,58 +85,66 @@ int main(int argc, char **argv)
 	argv += eal;
 
 	static const struct option opts[] = {
-		{"size", required_argument, 0, 's'}, {"burst", required_argument, 0, 'b'},
-		{"trial", required_argument, 0, 't'}, {"wait-go", no_argument, 0, 'g'},
-		{0, 0, 0, 0},
+	    {"size", required_argument, 0, 's'},  {"burst", required_argument, 0, 'b'},
+	    {"trial", required_argument, 0, 't'}, {"wait-go", no_argument, 0, 'g'},
+	    {"fifo", no_argument, 0, 'f'},        {0, 0, 0, 0},
 	};
 	unsigned size = 64, burst = 0;
 	long long trial = -1;
-	bool wait_go = false;
+	bool wait_go = false, fifo = false;
 	int c;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': size = (unsigned)parse_num(optarg, "--size", 64, 1518); break;
-		case 'b': burst = (unsigned)parse_num(optarg, "--burst", 1, MAX_BURST); break;
-		case 't': trial = (long long)parse_num(optarg, "--trial", 0, 1e15); break;
-		case 'g': wait_go = true; break;
-		default: usage_error("unknown option");
+		case 's':
+			size = (unsigned)pktgen_num(optarg, "--size", 64, 1518);
+			break;
+		case 'b':
+			burst = (unsigned)pktgen_num(optarg, "--burst", 1, MAX_BURST);
+			break;
+		case 't':
+			trial = (long long)pktgen_num(optarg, "--trial", 0, 1e15);
+			break;
+		case 'g':
+			wait_go = true;
+			break;
+		case 'f':
+			fifo = true;
+			break;
+		default:
+			usage_error("unknown option");
 		}
 	}
 	if (argc - optind != 3)
-		usage_error("expected DMAC RATE SECONDS after the EAL arguments and --, got %d", argc - optind);
+		usage_error("expected DMAC RATE SECONDS after the EAL arguments and --, got %d",
+		            argc - optind);
 	uint8_t dmac[6], smac[6];
-	unsigned v[6];
-	char tail;
-	if (sscanf(argv[optind], "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
-		usage_error("DMAC: '%s' is not xx:xx:xx:xx:xx:xx", argv[optind]);
-	for (int i = 0; i < 6; i++) {
-		if (v[i] > 255)
-			usage_error("DMAC: '%s' is not xx:xx:xx:xx:xx:xx", argv[optind]);
-		dmac[i] = (uint8_t)v[i];
-	}
-	double rate = parse_num(argv[optind + 1], "RATE", 1, 1e8);
-	double seconds = parse_num(argv[optind + 2], "SECONDS", 0.01, MAX_SECONDS);
-	if (!burst) /* one burst per >= 16 us, as pacegen */
-		burst = rate / 62500 < 1 ? 1 : rate / 62500 > 32 ? 32 : (unsigned)(rate / 62500);
+	pktgen_mac(argv[optind], dmac);
+	double rate = pktgen_num(argv[optind + 1], "RATE", 1, 1e8);
+	double seconds = pktgen_num(argv[optind + 2], "SECONDS", 0.01, PKTGEN_MAX_S);
+	if (!burst)
+		burst = pktgen_batch(rate);
 	if (rte_eth_dev_count_avail() != 1)
-		usage_error("the EAL arguments must give exactly one port (--vdev net_vhost0,iface=SOCK), not %u",
+		usage_error("the EAL arguments must give exactly one port (--vdev "
+		            "net_vhost0,iface=SOCK), not %u",
 		            rte_eth_dev_count_avail());
 
 	uint16_t port = 0;
 	RTE_ETH_FOREACH_DEV(port) break;
-	struct rte_mempool *pool =
-	    rte_pktmbuf_pool_create("vupacegen", NB_MBUFS, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
+	struct rte_mempool *pool = rte_pktmbuf_pool_create(
+	    "vupacegen", NB_MBUFS, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
 	if (!pool)
 		fail("rte_pktmbuf_pool_create", rte_errno);
 	struct rte_eth_conf conf = {0};
 	int r = rte_eth_dev_configure(port, 1, 1, &conf);
 	if (r < 0)
 		fail("rte_eth_dev_configure", r);
-	if ((r = rte_eth_rx_queue_setup(port, 0, RING, (unsigned)rte_eth_dev_socket_id(port), NULL, pool)) < 0)
+	if ((r = rte_eth_rx_queue_setup(port, 0, RING, (unsigned)rte_eth_dev_socket_id(port), NULL,
+	                                pool)) < 0)
 		fail("rte_eth_rx_queue_setup", r);
-	if ((r = rte_eth_tx_queue_setup(port, 0, RING, (unsigned)rte_eth_dev_socket_id(port), NULL)) < 0)
+	if ((r = rte_eth_tx_queue_setup(port, 0, RING, (unsigned)rte_eth_dev_socket_id(port),
+	                                NULL)) < 0)
 		fail("rte_eth_tx_queue_setup", r);
 	if ((r = rte_eth_dev_start(port)) < 0)
 		fail("rte_eth_dev_start", r);
@@ -240,10 +184,16 @@ int main(int argc, char **argv)
 		}
 	}
 	rte_eth_stats_reset(port);
+	if (fifo) { /* pktgen.h: the loop below gives the CPU up 6 % of the time */
+		struct sched_param sp = {.sched_priority = 1};
 
-	unsigned len = size - FCS;
+		if (sched_setscheduler(0, SCHED_FIFO, &sp))
+			fail("sched_setscheduler(SCHED_FIFO)", errno);
+	}
+
+	unsigned len = size - PKTGEN_FCS;
 	uint8_t tmpl[1518];
-	frame_build(tmpl, len, dmac, smac, "VNPK");
+	pktgen_frame(tmpl, len, dmac, smac, "VNPK");
 	uint64_t total = (uint64_t)llround(rate * seconds);
 	if (!total)
 		total = 1;
@@ -256,11 +206,20 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_REALTIME, &rt);
 	uint64_t t0 = rte_rdtsc();
 	uint64_t wall0 = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
-	uint64_t seq = 0, sent = 0, refused = 0, nomem = 0, max_lag = 0;
+	uint64_t seq = 0, sent = 0, refused = 0, nomem = 0, max_lag = 0, yields = 0;
+	uint64_t yield_every = hz * PKTGEN_YIELD_EVERY / 1000000000ull,
+	         next_yield = t0 + yield_every;
 	struct rte_mbuf *m[MAX_BURST];
 
 	while (seq < total) {
 		uint64_t due = t0 + (uint64_t)((double)seq * cyc_per_frame), t;
+		if (fifo && rte_rdtsc() >= next_yield) {
+			struct timespec ts = {.tv_sec = 0, .tv_nsec = PKTGEN_YIELD_NS};
+
+			nanosleep(&ts, NULL);
+			yields++;
+			next_yield = rte_rdtsc() + yield_every;
+		}
 		while ((t = rte_rdtsc()) < due)
 			rte_pause();
 		if (t - due > max_lag)
@@ -271,13 +230,14 @@ int main(int argc, char **argv)
 			drain_rx(port, &rx);
 			continue;
 		}
-		uint64_t stamp = (wall0 + (uint64_t)((double)(t - t0) * 1e9 / (double)hz)) & 0xffffffffffffull;
+		uint64_t stamp =
+		    (wall0 + (uint64_t)((double)(t - t0) * 1e9 / (double)hz)) & PKTGEN_TS_MASK;
 		for (unsigned i = 0; i < n; i++) {
 			uint8_t *f = rte_pktmbuf_mtod(m[i], uint8_t *);
 
 			memcpy(f, tmpl, len);
-			put_be(f + SEQ_OFF, seq + i, 8);
-			put_be(f + TS_OFF, stamp, 6);
+			pktgen_be(f + PKTGEN_SEQ_OFF, seq + i, 8);
+			pktgen_be(f + PKTGEN_TS_OFF, stamp, 6);
 			m[i]->data_len = m[i]->pkt_len = len;
 		}
 		uint16_t k = rte_eth_tx_burst(port, 0, m, (uint16_t)n);
@@ -305,8 +265,8 @@ int main(int argc, char **argv)
 			if (mk) {
 				uint8_t *f = rte_pktmbuf_mtod(mk, uint8_t *);
 
-				frame_build(f, 60, dmac, smac, "VNPT");
-				put_be(f + SEQ_OFF, (uint64_t)trial, 8);
+				pktgen_frame(f, 60, dmac, smac, "VNPT");
+				pktgen_be(f + PKTGEN_SEQ_OFF, (uint64_t)trial, 8);
 				mk->data_len = mk->pkt_len = 60;
 				marker = rte_eth_tx_burst(port, 0, &mk, 1) == 1;
 				if (!marker)
@@ -322,30 +282,20 @@ int main(int argc, char **argv)
 	uint64_t full = elapsed / win_cyc < nwin ? elapsed / win_cyc : nwin;
 	if ((t_end - t0) / win_cyc < full)
 		full = (t_end - t0) / win_cyc;
-	double mean = 0, sd = 0;
-	uint32_t wmin = 0, p1 = 0, p50 = 0, p99 = 0, wmax = 0;
-	if (full) {
-		qsort(win, full, sizeof *win, cmp_u32);
-		for (uint64_t i = 0; i < full; i++)
-			mean += win[i];
-		mean /= (double)full;
-		for (uint64_t i = 0; i < full; i++)
-			sd += (win[i] - mean) * (win[i] - mean);
-		sd = sqrt(sd / (double)full);
-		wmin = win[0], p1 = win[full / 100], p50 = win[full / 2];
-		p99 = win[full - 1 - full / 100], wmax = win[full - 1];
-	}
-	printf("{\"gen\":\"vupacegen\",\"rate\":%.0f,\"size\":%u,\"burst\":%u,\"seconds\":%.3f,"
-	       "\"offered\":%llu,\"sent\":%llu,\"refused\":%llu,\"nomem\":%llu,\"elapsed_ns\":%.0f,"
-	       "\"achieved_pps\":%.1f,\"max_lag_ns\":%.0f,\"win_10ms\":{\"n\":%llu,\"target\":%.2f,"
-	       "\"mean\":%.2f,\"sd\":%.2f,\"min\":%u,\"p1\":%u,\"p50\":%u,\"p99\":%u,\"max\":%u},"
-	       "\"last_seq\":%llu,\"marker\":%s,\"port_opackets\":%llu,\"port_oerrors\":%llu,"
+	printf("{\"gen\":\"vupacegen\",\"rate\":%.0f,\"size\":%u,\"burst\":%u,\"fifo\":%d,"
+	       "\"seconds\":%.3f,\"offered\":%llu,\"sent\":%llu,\"refused\":%llu,\"nomem\":%llu,"
+	       "\"elapsed_ns\":%.0f,\"achieved_pps\":%.1f,\"max_lag_ns\":%.0f,\"yields\":%llu,",
+	       rate, size, burst, fifo, seconds, (unsigned long long)total,
+	       (unsigned long long)sent, (unsigned long long)refused, (unsigned long long)nomem,
+	       (double)elapsed * 1e9 / (double)hz, (double)total * (double)hz / (double)elapsed,
+	       (double)max_lag * 1e9 / (double)hz, (unsigned long long)yields);
+	pktgen_print_spread(win, full, rate);
+	printf(",\"last_seq\":%llu,\"marker\":%s,\"port_opackets\":%llu,\"port_oerrors\":%llu,"
 	       "\"port_ipackets\":%llu,\"rx_freed\":%llu,\"tsc_hz\":%llu}\n",
-	       rate, size, burst, seconds, (unsigned long long)total, (unsigned long long)sent,
-	       (unsigned long long)refused, (unsigned long long)nomem, (double)elapsed * 1e9 / (double)hz,
-	       (double)total * (double)hz / (double)elapsed, (double)max_lag * 1e9 / (double)hz,
-	       (unsigned long long)full, rate / 100, mean, sd, wmin, p1, p50, p99, wmax,
-	       (unsigned long long)(total - 1), trial < 0 ? "null" : marker ? "true" : "false",
+	       (unsigned long long)(total - 1),
+	       trial < 0 ? "null"
+	       : marker  ? "true"
+	                 : "false",
 	       (unsigned long long)st.opackets, (unsigned long long)st.oerrors,
 	       (unsigned long long)st.ipackets, (unsigned long long)rx, (unsigned long long)hz);
 	fflush(stdout);
