@@ -188,7 +188,7 @@ def test_pacegen_bad_arguments(t):
 VUPACEGEN = os.path.join(BUILD, "host", "vupacegen")
 
 
-def vu_run(t, tmp, rate, seconds, mode="rxonly", kernel=None):
+def vu_run(t, tmp, rate, seconds, mode="rxonly", kernel=None, gen_opts=()):
     """vupacegen on a vhost-user socket (its own private mount namespace
     with a tmpfs on /run for DPDK's runtime files, a hard timeout), the
     appliance in `mode` on the other end; returns (generator's line,
@@ -200,7 +200,7 @@ def vu_run(t, tmp, rate, seconds, mode="rxonly", kernel=None):
     argv = ["timeout", "-s", "KILL", str(seconds + 150), "unshare", "-m", "--propagation", "private", "sh", "-c",
             script, "sh", VUPACEGEN, "--no-huge", "-m", "512", "--no-pci", "-l", "1", "--file-prefix",
             f"vnetlab-vupacegen-{os.getpid()}", "--vdev", f"net_vhost0,iface={sock}", "--",
-            "--wait-go", "--trial", "1", "52:54:00:12:34:56", str(rate), str(seconds)]
+            "--wait-go", "--trial", "1", *gen_opts, "52:54:00:12:34:56", str(rate), str(seconds)]
     errlog = open(os.path.join(tmp, "vupacegen.err"), "w")  # DPDK's own log
     gen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, text=True,
                            start_new_session=True)
@@ -241,7 +241,7 @@ def vu_run(t, tmp, rate, seconds, mode="rxonly", kernel=None):
 
 
 def test_vupacegen_paced_into_rxonly_on_vhost_user(t):
-    """vupacegen (DPDK, the vhost PMD on the guest's socket) at 100 kpps
+    """vupacegen --fifo (DPDK, the vhost PMD on the guest's socket) at 100 kpps
     for 2 s into app=pkt rxonly: its rate within 1 % by its TSC, the
     guest's count = what the port took (its opackets, less the marker),
     gaps at most what the port refused (the guest's ring was full; no
@@ -252,7 +252,7 @@ def test_vupacegen_paced_into_rxonly_on_vhost_user(t):
         raise Skip("needs root (a private mount namespace for DPDK's runtime files)")
     rate, seconds = 100000, 2
     with tempfile.TemporaryDirectory(prefix="vnetlab-vu-") as tmp:
-        res, trial, r = vu_run(t, tmp, rate, seconds)
+        res, trial, r = vu_run(t, tmp, rate, seconds, gen_opts=("--fifo",))
     w = res["win_10ms"]
     print(f"    vupacegen -> rxonly (TCG, vhost-user, {rate} frames/s, {seconds} s): {res['achieved_pps']:.0f} by its "
           f"TSC, sent {res['sent']}, refused {res['refused']}, guest counted {trial['seq_frames']} "
