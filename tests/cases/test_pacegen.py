@@ -268,3 +268,101 @@ def test_vupacegen_paced_into_rxonly_on_vhost_user(t):
                    f"saw {trial}")
     if res["marker"] is not True or r["markers"] != 1:
         raise Fail(f"trial marker: sent {res['marker']}, the guest saw {r['markers']}")
+
+
+def test_pacegen_as_ndr_generator_key(t):
+    """ndr.generator: python by default (the rows' params unchanged),
+    pacegen reaches the run's params, anything else and pacegen with imix
+    are refused naming the key; ndr.py hands pktpeer.py swap the built
+    generator's path."""
+    sys.path.insert(0, os.path.join(TOP, "host", "bench"))
+    import matrix
+    import ndr
+    from procs import BenchError
+
+    settings, defs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "ndr.txt"))
+    settings["ndr.sizes"] = "64 1518"
+    runs = matrix.Matrix(settings, defs, lambda v: "", ("vnetlab", "linux")).runs()
+    if not runs or any("generator" in r.params for r in runs if r.test == "ndr"):
+        raise Fail(f"default ndr.generator: expected no generator in the params, got {[r.params for r in runs][:2]}")
+    settings["ndr.generator"] = "pacegen"
+    runs = [r for r in matrix.Matrix(settings, defs, lambda v: "", ("vnetlab", "linux")).runs() if r.test == "ndr"]
+    if not runs or any(r.params.get("generator") != "pacegen" for r in runs):
+        raise Fail(f"ndr.generator = pacegen: expected it in every ndr run's params, got {[r.params for r in runs][:2]}")
+    for bad, sizes in (("trafgen", "64"), ("pacegen", "64 imix")):
+        settings["ndr.generator"], settings["ndr.sizes"] = bad, sizes
+        try:
+            matrix.Matrix(settings, defs, lambda v: "", ("vnetlab", "linux"))
+        except BenchError as e:
+            if "ndr.generator" not in str(e):
+                raise Fail(f"ndr.generator = {bad} with sizes {sizes}: the error does not name the key: {e}")
+        else:
+            raise Fail(f"ndr.generator = {bad} with ndr.sizes = {sizes} accepted")
+    if ndr.PACEGEN != PACEGEN:
+        raise Fail(f"ndr.py runs {ndr.PACEGEN}, make builds {PACEGEN}")
+
+    # peer_trial's pktpeer.py command line, the peer faked.
+    class Backend:
+        tap = "vnbtap0"
+
+        def wrap(self, argv):
+            return argv
+
+    argvs = []
+
+    def fake_run(argv, timeout, check):
+        argvs.append(argv)
+        line = json.dumps({"sent": 10, "tap_tx_dropped": 0, "send_s": 1.0, "back": {"frames": 10, "sock_drops": 0}})
+        return subprocess.CompletedProcess(argv, 0, line, "")
+
+    real = ndr.procs.run
+    ndr.procs.run = fake_run
+    try:
+        for gen, want in (("python", "python"), ("pacegen", PACEGEN)):
+            ndr.peer_trial(Backend(), None, DMAC, 64, "macswap", 10, 1, [], marks=False, gen=gen)
+            if argvs[-1][-1] != want or argvs[-1][2] != "swap":
+                raise Fail(f"ndr.peer_trial with gen={gen}: expected pktpeer.py swap ... {want}, got {argvs[-1]}")
+    finally:
+        ndr.procs.run = real
+
+
+def test_pacegen_drives_an_ndr_trial(t):
+    """One NDR trial as ndr.py runs it with ndr.generator = pacegen
+    (pktpeer.py swap GEN=pacegen: pacegen sends, pktpeer counts what comes
+    back and times it from each frame's stamp, then the trial marker), into
+    app=pkt macswap at 20,000 frames/s for 1 s: the count closes at both
+    ends (sent = guest received + tap drops; forwarded = back + socket
+    drops), and every returned frame has a round trip."""
+    need_pacegen()
+    rate, n = 20000, 20000
+    with t.netns() as ns:
+        g = t.start(append="app=pkt backend=tap pkt.mode=macswap pkt.seconds=60 pkt.idle=4", net=f"tap:{ns.tap}",
+                    ns=ns, timeout=120)
+        mac = g.wait_line(r"^virtio-net: mac=(\S+) ", timeout=60).group(1)
+        g.wait_line(r"^pkt: mode=\S+ .* ready$", timeout=30)
+        r = ns.run(PEER + ["swap", ns.tap, mac, str(n), str(rate), "macswap", "1", "64", "0", "1", PACEGEN],
+                   timeout=120, capture_output=True, text=True)
+        if r.returncode or not r.stdout.strip():
+            raise Fail(f"pktpeer swap with pacegen: exit {r.returncode}: {r.stdout[-300:]} {r.stderr[-300:]}")
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        trial = json.loads(g.wait_line(r"^PKT_TRIAL (\{.*\})$", timeout=30).group(1))
+        g.wait()
+        g.expect_ok()
+    back = res["back"]
+    print(f"    ndr trial by pacegen (TCG, tap, macswap, {rate} frames/s, 1 s): sent {res['sent']} in "
+          f"{res['send_s']} s, tap dropped {res['tap_tx_dropped']}, guest received {trial['seq_frames']}, "
+          f"forwarded {trial['frames']}, back {back['frames']} (+{back['sock_drops']} socket drops); round trip "
+          f"p50 {back['rtt'].get('p50_ns', 0) / 1000:.0f} us p99 {back['rtt'].get('p99_ns', 0) / 1000:.0f} us",
+          flush=True)
+    if res.get("generator") != "pacegen" or res["sent"] + res["gen_refused"] != n:
+        raise Fail(f"expected pacegen to offer {n} frames, saw {res}")
+    if abs(res["sent"] / res["send_s"] - rate) > rate / 100:
+        raise Fail(f"pacegen offered {res['sent']} in {res['send_s']} s, not within 1 % of {rate} frames/s")
+    if res["sent"] != trial["seq_frames"] + res["tap_tx_dropped"]:
+        raise Fail(f"into the guest: sent {res['sent']} != received {trial['seq_frames']} + tap drops "
+                   f"{res['tap_tx_dropped']}")
+    if trial["frames"] + trial["pend"] != back["frames"] + back["sock_drops"]:
+        raise Fail(f"out of the guest: forwarded {trial['frames']} + pending {trial['pend']} != back "
+                   f"{back['frames']} + socket drops {back['sock_drops']}")
+    if back["rtt"]["n"] != back["frames"]:
+        raise Fail(f"every returned frame timed from its stamp: {back['rtt']['n']} of {back['frames']}")

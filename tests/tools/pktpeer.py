@@ -23,7 +23,7 @@ could not do what it was asked).
                            SKIP left out (an injected drop); prints sent and
                            the tap's tx_dropped over the run (frames the
                            backend never took)
-  swap IFACE DMAC N RATE MODE [WAIT] [SIZE] [TRIAL]   send as `send` and count
+  swap IFACE DMAC N RATE MODE [WAIT] [SIZE] [TRIAL] [LAT] [GEN]   send as `send` and count
                            what comes back: MODE macswap on the raw socket
                            (the returned frame's destination is our MAC),
                            MODE reflect on a UDP socket bound to the source
@@ -36,7 +36,12 @@ could not do what it was asked).
                            host/bench/ndr.py runs one trial with it; LAT 1:
                            also each numbered frame's round trip, from just
                            after its send() to the kernel's receive stamp
-                           (SO_TIMESTAMPNS), as back.rtt percentiles
+                           (SO_TIMESTAMPNS), as back.rtt percentiles;
+                           GEN python (this script sends, the default) or
+                           the path of host/pktgen/pacegen (it sends, paced
+                           in C, SIZE a number; LAT 1 then takes each send
+                           time from the frame's own stamp), while this
+                           script counts what comes back
   rate IFACE IDLE MAX      sample IFACE's tx_packets + tx_dropped (what a
                            host sender put on a tap, taken or dropped) every
                            10 ms from "listening" until they stood still for
@@ -301,7 +306,47 @@ def cmd_send(iface, dmac, n, rate, skip=-1, other=0):
     return 0
 
 
-def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0"):
+class FrameStampRtt(Rtt):
+    """Round trips from the send time pacegen wrote into each frame
+    (offset 54 of the frame; hdr: the header bytes the socket does not
+    return), to the kernel's receive stamp; `last` is the frame just read."""
+
+    def __init__(self, hdr):
+        super().__init__(0)
+        self.off = 54 - hdr
+        self.last = b""
+
+    def add(self, seq, t_ns):
+        d = (t_ns - int.from_bytes(self.last[self.off:self.off + 6], "big")) & TS_MASK
+        if 0 < d < 1000000000:
+            self.ns.append(d)
+
+
+def pacegen_frames(gen, iface, dmac, n, rate, size, poll_rx, rx):
+    """Run pacegen (the path gen) for n frames at rate while poll_rx()
+    reads what comes back; what it sent, as send_frames() says it."""
+    import subprocess
+    if not str(size).isdigit() or rate <= 0:
+        raise ValueError(f"pacegen sends one frame size at a rate, not size {size} at {rate}")
+    p = subprocess.Popen([gen, "--size", str(size), iface, dmac, str(rate), repr(n / rate)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + n / rate + 60
+    while p.poll() is None and time.monotonic() < end:
+        r, _, _ = select.select([rx], [], [], 0.05)
+        if r:
+            poll_rx()
+    if p.poll() is None:
+        p.kill()
+    out_, err = p.communicate()
+    lines = out_.strip().splitlines()
+    g = json.loads(lines[-1]) if lines else {}
+    if p.returncode or "error" in g or "sent" not in g:
+        raise ValueError(f"pacegen exit {p.returncode}: {out_[-300:]} {err[-300:]}")
+    return {"sent": g["sent"], "tap_tx_dropped": g["if_tx_dropped"], "send_s": round(g["elapsed_ns"] / 1e9, 3),
+            "generator": "pacegen", "gen_refused": g["refused"], "gen_win_10ms": g["win_10ms"]}
+
+
+def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0", gen="python"):
     tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     tx.bind((iface, 0))
     tx.settimeout(5)
@@ -329,8 +374,15 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0")
     else:
         out(error=f"unknown mode {mode}")
         return 1
-    rtt = Rtt(int(n)) if lat == "1" else None
+    rtt = (Rtt(int(n)) if gen == "python" else FrameStampRtt(hdr)) if lat == "1" else None
     recv = stamped_recv(rx) if rtt else None
+    if rtt and gen != "python":
+        stamped = recv
+
+        def recv():
+            data, addr, t_ns = stamped()
+            rtt.last = data
+            return data, addr, t_ns
     rx.setblocking(False)
 
     def poll_rx():
@@ -348,8 +400,11 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0")
                 if rtt:
                     rtt.add(seq, t_ns)
 
-    res = send_frames(tx, iface, mac_bytes(dmac), int(n), float(rate), -1, poll_rx, size,
-                      rtt.stamps if rtt else None)
+    if gen == "python":
+        res = send_frames(tx, iface, mac_bytes(dmac), int(n), float(rate), -1, poll_rx, size,
+                          rtt.stamps if rtt else None)
+    else:
+        res = pacegen_frames(gen, iface, dmac, int(n), float(rate), size, poll_rx, rx)
     rx.setblocking(True)
     drain(rx, count, accept, float(wait), time.monotonic() + 30, hdr, recv, rtt)
     if count.frames == 0:
