@@ -78,6 +78,7 @@ import time
 ETH_P_ALL = 0x0003
 PACKET_STATISTICS = 6
 PACKET_OUTGOING = 4
+PACKET_IGNORE_OUTGOING = 23  # linux/if_packet.h (4.20)
 SOL_PACKET = 263  # linux/socket.h (Python exposes no name for it)
 HOST_IP, GUEST_IP = "10.77.0.1", "10.77.0.2"
 SPORT, DPORT = 40000, 9
@@ -355,6 +356,11 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0",
     hdr = 0
     if mode == "macswap":
         rx = raw_socket(iface)
+        # Our own frames are not queued to it (a raw socket sees every
+        # outgoing frame too): a sender faster than this loop otherwise
+        # fills its buffer with them and its drop count is theirs (found
+        # with pacegen: 263,523 "drops" for 31,471 frames lost).
+        rx.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
         sock_drops(rx)
 
         def accept(data, addr):
