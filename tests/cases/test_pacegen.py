@@ -368,3 +368,32 @@ def test_pacegen_drives_an_ndr_trial(t):
                    f"{back['frames']} + socket drops {back['sock_drops']}")
     if back["rtt"]["n"] != back["frames"]:
         raise Fail(f"every returned frame timed from its stamp: {back['rtt']['n']} of {back['frames']}")
+
+
+def test_vupacegen_bad_arguments(t):
+    """vupacegen: a bad argument after the EAL's is exit status 2 with the
+    reason on stderr, before the port is set up (EAL on DPDK's null PMD, in
+    a private mount namespace)."""
+    if not os.access(VUPACEGEN, os.X_OK):
+        raise Fail(f"{VUPACEGEN} not built (make host-tools; needs Debian's dpdk-dev)")
+    if os.geteuid() != 0:
+        from lib import Skip
+        raise Skip("needs root (a private mount namespace for DPDK's runtime files)")
+    script = "mount -t tmpfs vnetlab-vupacegen /run && exec \"$@\""
+    eal = ["--no-huge", "-m", "64", "--no-pci", "-l", "0", "--file-prefix", f"vnetlab-vupacegen-args-{os.getpid()}",
+           "--vdev", "net_null0", "--log-level", "*:error"]
+    cases = [
+        ([], "expected DMAC RATE SECONDS"),
+        (["52:54:00:12:34:56", "0", "1"], "RATE"),
+        (["52:54:00:12:34:56", "1000", "4000"], "SECONDS"),
+        (["52:54:00:12:34", "1000", "1"], "DMAC"),
+        (["--size", "1519", "52:54:00:12:34:56", "1000", "1"], "--size"),
+        (["--burst", "0", "52:54:00:12:34:56", "1000", "1"], "--burst"),
+    ]
+    for args, want in cases:
+        argv = ["timeout", "-s", "KILL", "60", "unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
+                VUPACEGEN, *eal, "--", *args]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=90)
+        if r.returncode != 2 or want not in r.stderr:
+            raise Fail(f"vupacegen -- {' '.join(args)}: expected exit 2 and '{want}' on stderr; saw {r.returncode}, "
+                       f"stderr {r.stderr.strip()[-300:]!r}, stdout {r.stdout[-200:]!r}")
