@@ -85,8 +85,8 @@ PVH_OBJS    := $(call obj,$(PVH_SRCS))
 .DEFAULT_GOAL := all
 include mk/variants.mk
 
-.PHONY: all deps pvh efi image run test bench soak variants clean distclean help format
-all: pvh efi
+.PHONY: all deps pvh efi image run test bench soak variants clean distclean help format host-tools
+all: pvh efi host-tools
 
 help:
 	@echo "make            build build/vnetlab.elf (PVH) and build/BOOTX64.EFI"
@@ -152,6 +152,22 @@ $(O)/obj/%.o: %.S | $(DEPS_STAMP)
 $(O)/vnetlab.elf: $(PVH_OBJS) $(COMMON_OBJS) linker/pvh.ld
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(PVH_LINK) -o $@ $(PVH_OBJS) $(COMMON_OBJS) $(LIBS)
+
+# Host-side tools, built with the host's compiler for the host: the paced
+# frame generators (host/pktgen/, docs/packet-path.md), on an AF_PACKET
+# socket (pacegen) and on DPDK's vhost PMD (vupacegen: Debian's dpdk-dev,
+# which host/deps.sh installs; pkg-config libdpdk).
+HOSTCC      ?= cc
+HOST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror
+host-tools: $(O)/host/pacegen $(O)/host/vupacegen
+$(O)/host/pacegen: host/pktgen/pacegen.c host/pktgen/pktgen.h
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  HOSTCC  $<")
+	$(Q)$(HOSTCC) $(HOST_CFLAGS) -o $@ $< -lm
+$(O)/host/vupacegen: host/pktgen/vupacegen.c host/pktgen/pktgen.h | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  HOSTCC  $<")
+	$(Q)$(HOSTCC) $(HOST_CFLAGS) $$(pkg-config --cflags libdpdk) -o $@ $< $$(pkg-config --libs libdpdk) -lm
 
 -include boot/efi/efi.mk
 # make fuzz, make fuzz-build: libFuzzer targets for the receive path

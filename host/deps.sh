@@ -28,11 +28,12 @@ die() {
 # meson/ninja for picolibc, mtools + gdisk for the disk image, python3 for the
 # test runner and harness, iproute2/iputils for namespace tests, clang +
 # libclang-rt-14-dev for the libFuzzer targets (tests/fuzz/), memcached and
-# libmemcached-tools (memccapable, memcaslap) for the memcached benchmark.
+# libmemcached-tools (memccapable, memcaslap) for the memcached benchmark,
+# pkg-config for the DPDK flags of host/pktgen/vupacegen.c.
 PKGS=(gcc make binutils qemu-system-x86 ovmf gnu-efi meson ninja-build
 	mtools gdisk python3 iproute2 iputils-ping xz-utils ca-certificates clang-format
 	sockperf iperf python3-matplotlib dpdk-dev clang libclang-rt-14-dev memcached
-	libmemcached-tools)
+	libmemcached-tools pkg-config)
 
 install_packages() {
 	local missing=() p

@@ -115,6 +115,7 @@ KEYS = {
     "ndr.max_rate": ("200000", "ndr: the first (highest) offered rate, frames/s"),
     "ndr.pdr": ("0.5", "ndr: PDR's loss bound in percent (NDR: 0)"),
     "ndr.precision": ("5", "ndr: the search ends when [pass, fail) is at most this percent of the failing rate"),
+    "ndr.generator": ("python", "ndr: who offers each trial's frames, python (tests/tools/pktpeer.py swap, some tens of kpps here) or pacegen (host/pktgen/pacegen.c, paced in C, one frame size; pktpeer.py still counts what comes back)"),
     "ndr.latency": ("", "ndr: after the search, one trial at each of these percentages of the NDR found (e.g. 10 50 90 99), the peer timing every frame's round trip: latency against offered load at the packet level (report.md's latency table; none by default)"),
     "accel": ("auto", "accelerators, an axis like machine: auto|kvm|tcg, passed to host/qemu-run.sh --accel (kvm also takes this machine kind's kvm_pvm in native mode; the stock Linux guest runs KVM only on hardware virtualisation and TCG otherwise, named in its rows); with more than one, every column splits into COLUMN@ACCEL"),
     "cpu": ("", "QEMU CPU model of every guest (default: per accelerator, guests.CPU_MODEL: TCG qemu64, KVM host)"),
@@ -390,6 +391,11 @@ class Matrix:
         if self.ndr_mode not in ("macswap", "reflect"):
             raise BenchError(f"bad ndr.mode '{self.ndr_mode}' (macswap|reflect)")
         self.ndr_max_rate = self._int("ndr.max_rate", 2, 100000000)
+        self.ndr_generator = str(s["ndr.generator"]).strip()
+        if self.ndr_generator not in ("python", "pacegen"):
+            raise BenchError(f"bad ndr.generator '{self.ndr_generator}' (python|pacegen)")
+        if self.ndr_generator == "pacegen" and "imix" in self.ndr_sizes:
+            raise BenchError("ndr.generator = pacegen sends one frame size: ndr.sizes without imix")
         lat = split_list(s["ndr.latency"])
         self.ndr_latency = loadlat.parse_fractions(lat) if lat else []
         try:
@@ -589,7 +595,8 @@ class Matrix:
         if kind == "ndr":
             return [dict(size=z, trial=self.ndr_trial, mode=self.ndr_mode, max_rate=self.ndr_max_rate,
                          pdr=self.ndr_pdr, precision=self.ndr_precision, seconds=self.ndr_trial,
-                         **({"latency": self.ndr_latency} if self.ndr_latency else {}))
+                         **({"latency": self.ndr_latency} if self.ndr_latency else {}),
+                         **({"generator": self.ndr_generator} if self.ndr_generator != "python" else {}))
                     for z in self.ndr_sizes]
         return [dict(size=z, seconds=self.seconds) for z in self.ping_sizes]
 

@@ -50,6 +50,9 @@ GENERATOR_SLACK = 0.95  # a trial offering less than this share of its rate is t
 
 PKTPEER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests",
                        "tools", "pktpeer.py")
+# ndr.generator = pacegen: the paced C generator (host/pktgen/pacegen.c, make host-tools)
+PACEGEN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build", "host",
+                       "pacegen")
 
 
 def passes(trial, loss_pct):
@@ -157,16 +160,19 @@ def guest_trial(boot, number, timeout=5.0):
     return json.loads(pat.match(item[2]).group(1)) if item else None
 
 
-def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True, lat=False):
+def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True, lat=False, gen="python"):
     """One trial: pktpeer.py swap in the backend's namespace, its trial
     marker, and the guest's own count of the trial (marks: the guest
     prints PKT_TRIAL lines; the linux guest's XDP_TX does not, and its
     trials are counted by the peer alone). lat: the peer also times each
-    frame's round trip (the trial's `rtt`)."""
+    frame's round trip (the trial's `rtt`). gen: who sends the frames,
+    python (pktpeer.py itself) or pacegen (ndr.generator)."""
+    if gen == "pacegen" and not os.access(PACEGEN, os.X_OK):
+        raise BenchError(f"ndr.generator = pacegen: {PACEGEN} is not built (make host-tools)")
     n = max(1, int(rate * trial_s))
     number = len(log)
     argv = backend.wrap([sys.executable, PKTPEER, "swap", backend.tap, mac, str(n), str(rate), mode, "1",
-                         str(size), str(number), "1" if lat else "0"])
+                         str(size), str(number), "1" if lat else "0", PACEGEN if gen == "pacegen" else "python"])
     r = procs.run(argv, timeout=trial_s * 4 + 60, check=False)
     lines = (r.stdout or "").strip().splitlines()
     if r.returncode or not lines:
@@ -235,8 +241,9 @@ def execute_run(run, m, guest, logdir, row):
         mac = next((mm.group(1) for l in boot.proc.text("out")
                     for mm in [re.match(r"^(?:virtio-net: mac=|vnetlab-linux listening l2 .* mac=)(\S+)", l)] if mm),
                    None)
+        gen = p.get("generator", "python")
         found = search(lambda rate: peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"],
-                                               peer_log, marks=not linux),
+                                               peer_log, marks=not linux, gen=gen),
                        p["max_rate"], p["pdr"], p["precision"])
         # Latency against offered load: one timed trial at each
         # ndr.latency percentage of the NDR just found, the same boot.
@@ -244,7 +251,7 @@ def execute_run(run, m, guest, logdir, row):
         for pct in p.get("latency") or ():
             rate = loadlat.offered_mps(found["ndr"], pct)
             t = peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"], peer_log, marks=not linux,
-                           lat=True)
+                           lat=True, gen=gen)
             lat_steps.append(dict(t, load=pct, rate=rate))
         obj = runs.final_result(boot, row, p["trial"] + 30, " after the search")
         bits = frame_bits(p["size"])

@@ -23,7 +23,7 @@ could not do what it was asked).
                            SKIP left out (an injected drop); prints sent and
                            the tap's tx_dropped over the run (frames the
                            backend never took)
-  swap IFACE DMAC N RATE MODE [WAIT] [SIZE] [TRIAL]   send as `send` and count
+  swap IFACE DMAC N RATE MODE [WAIT] [SIZE] [TRIAL] [LAT] [GEN]   send as `send` and count
                            what comes back: MODE macswap on the raw socket
                            (the returned frame's destination is our MAC),
                            MODE reflect on a UDP socket bound to the source
@@ -36,7 +36,35 @@ could not do what it was asked).
                            host/bench/ndr.py runs one trial with it; LAT 1:
                            also each numbered frame's round trip, from just
                            after its send() to the kernel's receive stamp
-                           (SO_TIMESTAMPNS), as back.rtt percentiles
+                           (SO_TIMESTAMPNS), as back.rtt percentiles;
+                           GEN python (this script sends, the default) or
+                           the path of host/pktgen/pacegen (it sends, paced
+                           in C, SIZE a number; LAT 1 then takes each send
+                           time from the frame's own stamp), while this
+                           script counts what comes back
+  rate IFACE IDLE MAX      sample IFACE's tx_packets + tx_dropped (what a
+                           host sender put on a tap, taken or dropped) every
+                           10 ms from "listening" until they stood still for
+                           IDLE seconds after the first change, or MAX
+                           seconds; prints the count, the rate over the
+                           middle of the run (the first and last 10 % of the
+                           changing span cut) and the frames per 10 ms there
+                           (the paced generator's test, host/pktgen/pacegen.c)
+  hold IFACE MAX           attach to the tap IFACE as QEMU does (IFF_TAP |
+                           IFF_NO_PI: carrier on, frames go to its queue,
+                           txqueuelen deep, and are dropped there, counted
+                           in tx_dropped, when it is full) and read nothing;
+                           prints "listening", then on a line on stdin (or
+                           after MAX seconds) reads what waits in the queue
+                           and prints that count, `drained`
+  stamps IDLE MAX          count the frames app=pkt reflect returns to
+                           10.77.0.1:40000 (a UDP socket) until IDLE seconds
+                           pass without one (after the first) or MAX seconds;
+                           each carries pacegen's send time (offset 54, the
+                           low 48 bits of CLOCK_REALTIME ns): prints the
+                           count, seq gaps/reorders, the round trips from
+                           that stamp to the kernel's receive stamp as
+                           percentiles, and how many were out of (0, 1 s)
 """
 
 import json
@@ -50,6 +78,7 @@ import time
 ETH_P_ALL = 0x0003
 PACKET_STATISTICS = 6
 PACKET_OUTGOING = 4
+PACKET_IGNORE_OUTGOING = 23  # linux/if_packet.h (4.20)
 SOL_PACKET = 263  # linux/socket.h (Python exposes no name for it)
 HOST_IP, GUEST_IP = "10.77.0.1", "10.77.0.2"
 SPORT, DPORT = 40000, 9
@@ -281,7 +310,47 @@ def cmd_send(iface, dmac, n, rate, skip=-1, other=0):
     return 0
 
 
-def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0"):
+class FrameStampRtt(Rtt):
+    """Round trips from the send time pacegen wrote into each frame
+    (offset 54 of the frame; hdr: the header bytes the socket does not
+    return), to the kernel's receive stamp; `last` is the frame just read."""
+
+    def __init__(self, hdr):
+        super().__init__(0)
+        self.off = 54 - hdr
+        self.last = b""
+
+    def add(self, seq, t_ns):
+        d = (t_ns - int.from_bytes(self.last[self.off:self.off + 6], "big")) & TS_MASK
+        if 0 < d < 1000000000:
+            self.ns.append(d)
+
+
+def pacegen_frames(gen, iface, dmac, n, rate, size, poll_rx, rx):
+    """Run pacegen (the path gen) for n frames at rate while poll_rx()
+    reads what comes back; what it sent, as send_frames() says it."""
+    import subprocess
+    if not str(size).isdigit() or rate <= 0:
+        raise ValueError(f"pacegen sends one frame size at a rate, not size {size} at {rate}")
+    p = subprocess.Popen([gen, "--size", str(size), iface, dmac, str(rate), repr(n / rate)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + n / rate + 60
+    while p.poll() is None and time.monotonic() < end:
+        r, _, _ = select.select([rx], [], [], 0.05)
+        if r:
+            poll_rx()
+    if p.poll() is None:
+        p.kill()
+    out_, err = p.communicate()
+    lines = out_.strip().splitlines()
+    g = json.loads(lines[-1]) if lines else {}
+    if p.returncode or "error" in g or "sent" not in g:
+        raise ValueError(f"pacegen exit {p.returncode}: {out_[-300:]} {err[-300:]}")
+    return {"sent": g["sent"], "tap_tx_dropped": g["if_tx_dropped"], "send_s": round(g["elapsed_ns"] / 1e9, 3),
+            "generator": "pacegen", "gen_refused": g["refused"], "gen_win_10ms": g["win_10ms"]}
+
+
+def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0", gen="python"):
     tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     tx.bind((iface, 0))
     tx.settimeout(5)
@@ -290,6 +359,11 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0")
     hdr = 0
     if mode == "macswap":
         rx = raw_socket(iface)
+        # Our own frames are not queued to it (a raw socket sees every
+        # outgoing frame too): a sender faster than this loop otherwise
+        # fills its buffer with them and its drop count is theirs (found
+        # with pacegen: 263,523 "drops" for 31,471 frames lost).
+        rx.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
         sock_drops(rx)
 
         def accept(data, addr):
@@ -309,8 +383,15 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0")
     else:
         out(error=f"unknown mode {mode}")
         return 1
-    rtt = Rtt(int(n)) if lat == "1" else None
+    rtt = (Rtt(int(n)) if gen == "python" else FrameStampRtt(hdr)) if lat == "1" else None
     recv = stamped_recv(rx) if rtt else None
+    if rtt and gen != "python":
+        stamped = recv
+
+        def recv():
+            data, addr, t_ns = stamped()
+            rtt.last = data
+            return data, addr, t_ns
     rx.setblocking(False)
 
     def poll_rx():
@@ -328,8 +409,11 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0")
                 if rtt:
                     rtt.add(seq, t_ns)
 
-    res = send_frames(tx, iface, mac_bytes(dmac), int(n), float(rate), -1, poll_rx, size,
-                      rtt.stamps if rtt else None)
+    if gen == "python":
+        res = send_frames(tx, iface, mac_bytes(dmac), int(n), float(rate), -1, poll_rx, size,
+                          rtt.stamps if rtt else None)
+    else:
+        res = pacegen_frames(gen, iface, dmac, int(n), float(rate), size, poll_rx, rx)
     rx.setblocking(True)
     # WAIT seconds after the last frame sent, or after the last one back,
     # whichever is later. The idle clock starts now, not at the first frame
@@ -362,8 +446,105 @@ def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0")
     return 0
 
 
+def cmd_rate(iface, idle, maxs):
+    def count():
+        return if_stat(iface, "tx_packets") + if_stat(iface, "tx_dropped")
+
+    c0, t_start = count(), time.monotonic()
+    samples = [(t_start, c0)]
+    first = last = None  # the first and last sample that saw a change
+    print("listening", flush=True)
+    while True:
+        time.sleep(0.01)
+        t, c = time.monotonic(), count()
+        if c != samples[-1][1]:
+            first = len(samples) - 1 if first is None else first  # the sample before the change
+            last = len(samples)
+        samples.append((t, c))
+        if t - t_start >= float(maxs) or (last is not None and t - samples[last][0] >= float(idle)):
+            break
+    if first is None:
+        out(frames=0, pps=0, windows={})
+        return 0
+    span = samples[last][0] - samples[first][0]
+    mid = [s for s in samples[first:last + 1] if samples[first][0] + span / 10 <= s[0] <= samples[last][0] - span / 10]
+    if len(mid) < 3:
+        out(frames=samples[last][1] - c0, pps=0, windows={}, error="run too short for a middle")
+        return 1
+    pps = (mid[-1][1] - mid[0][1]) / (mid[-1][0] - mid[0][0])
+    # Frames per 10 ms, each interval scaled to exactly 10 ms (a sleep wakes late).
+    w = sorted((b[1] - a[1]) * 0.01 / (b[0] - a[0]) for a, b in zip(mid, mid[1:]))
+    mean = sum(w) / len(w)
+    out(frames=samples[last][1] - c0, span_s=round(span, 4), pps=round(pps, 1),
+        windows={"n": len(w), "mean": round(mean, 1), "sd": round((sum((x - mean) ** 2 for x in w) / len(w)) ** 0.5, 1),
+                 "min": round(w[0]), "p1": round(w[len(w) // 100]), "p50": round(w[len(w) // 2]),
+                 "p99": round(w[-1 - len(w) // 100]), "max": round(w[-1])})
+    return 0
+
+
+TUNSETIFF, IFF_TAP, IFF_NO_PI = 0x400454CA, 0x0002, 0x1000  # linux/if_tun.h
+
+
+def cmd_hold(iface, maxs):
+    import fcntl
+    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK)
+    fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", iface.encode(), IFF_TAP | IFF_NO_PI))
+    print("listening", flush=True)
+    select.select([sys.stdin], [], [], float(maxs))
+    drained = 0
+    while True:
+        try:
+            os.read(fd, 65536)
+        except BlockingIOError:
+            break
+        drained += 1
+    out(drained=drained)
+    return 0
+
+
+TS_MASK = (1 << 48) - 1
+
+
+def cmd_stamps(idle, maxs):
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    rx.bind((HOST_IP, SPORT))
+    recv = stamped_recv(rx)
+    count, rtt, bad = SeqCount(), [], 0
+    print("listening", flush=True)
+
+    def accept(data, addr):
+        nonlocal bad
+        if addr != (GUEST_IP, DPORT) or data[:4] != MAGIC or len(data) < 18:
+            return None
+        return struct.unpack("!Q", data[4:12])[0]
+
+    class Stamps:  # drain()'s rtt: the send time is in the frame, not a table
+        last = None
+
+        def add(self, seq, t_ns):
+            nonlocal bad
+            d = (t_ns - int.from_bytes(Stamps.last[12:18], "big")) & TS_MASK
+            if 0 < d < 1000000000:
+                rtt.append(d)
+            else:
+                bad += 1
+
+    def rd():
+        data, addr, t_ns = recv()
+        Stamps.last = data
+        return data, addr, t_ns
+
+    drain(rx, count, accept, float(idle), time.monotonic() + float(maxs), 42, rd, Stamps())
+    r = Rtt(0)
+    r.ns = rtt
+    out(**count.report(), rtt=r.report(), stamp_out_of_range=bad)
+    return 0
+
+
 def main(argv):
-    cmds = {"recv": cmd_recv, "send": cmd_send, "swap": cmd_swap}
+    cmds = {"recv": cmd_recv, "send": cmd_send, "swap": cmd_swap, "rate": cmd_rate, "stamps": cmd_stamps,
+            "hold": cmd_hold}
     if len(argv) < 2 or argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2
