@@ -11,7 +11,10 @@
  * avail_event = next entry it will read) until a doorbell; then busy
  * (NO_NOTIFY set, avail_event left stale) until sim_run() processes
  * everything and re-arms. In SIM_SYNC mode the doorbell itself runs the
- * queue, as a very fast device would.
+ * queue, as a very fast device would. RX here takes any buffer posted
+ * when a frame is injected; sim_rx.h is QEMU 7.2's receive side on top of
+ * this file, which parks when a frame does not fit and waits for a kick
+ * (test_rx_contract.c).
  */
 #ifndef VNETLAB_SIM_DEV_H
 #define VNETLAB_SIM_DEV_H

@@ -56,6 +56,8 @@ static uint32_t below(uint32_t n)
 
 static struct vnet_rx held[HELD_MAX];
 static unsigned nheld, held_bufs, hold_cap;
+static bool fwd_phase; /* the application forwards what it can */
+static bool app_busy;  /* ... or takes no frames for a while */
 static uint64_t next_seq, forwarded, fwd_refused, releases;
 static char trace[TRACE][96];
 static unsigned ntrace;
@@ -118,7 +120,7 @@ static uint32_t frame_size(void)
 {
 	uint32_t r = below(100);
 
-	if (!VNET_WANT_LRO || r < 70)
+	if (!VNET_WANT_LRO || fwd_phase || r < 70) /* a forwarding phase: small frames */
 		return 60 + below(1514 - 60 + 1);
 	if (r < 90)
 		return 1515 + below(9000 - 1515);
@@ -132,6 +134,8 @@ static bool take_frames(void)
 	struct vnet_rx r;
 	int rc;
 
+	if (app_busy)
+		return true; /* frames wait on the used ring meanwhile */
 	while (nheld < HELD_MAX && held_bufs < hold_cap && (rc = vnet_rx(vn, &r)) == 1) {
 		uint64_t seq;
 
@@ -164,14 +168,41 @@ static void tx_device(void)
 		sim_idle(txd);
 }
 
+/* The application is done with held frame k: it releases it, or in a
+ * forwarding phase (app=pkt macswap) sends it back out in its own buffer
+ * when it can (one buffer, no large receive), which lends the buffer to TX
+ * until reclaim gives it back. */
+static void let_go(unsigned k)
+{
+	if (fwd_phase && held[k].nbufs == 1 && held[k].len <= 1514) {
+		int rc = vnet_tx_forward(vn, &held[k]);
+
+		if (rc == 0) {
+			drop_held(k);
+			forwarded++;
+			return;
+		}
+		fwd_refused++;
+		if (rc == -VNET_EAGAIN)
+			return; /* TX ring full: keep it for later */
+	}
+	vnet_rx_release_frame(vn, &held[k]);
+	drop_held(k);
+	releases++;
+}
+
 static bool step(uint32_t seed, unsigned s)
 {
 	uint32_t a = below(100);
 
+	if (s % 512 == 0)
+		app_busy = below(4) == 0;
 	if (s % 4096 == 0) {
 		/* A new phase: an application that keeps up, or one that sits
-		 * on nearly every buffer. */
+		 * on nearly every buffer; one in three forwards what it can. */
 		uint32_t r = below(3);
+
+		fwd_phase = below(3) == 0;
 
 		hold_cap = r == 0   ? vn->rxq.size
 		           : r == 1 ? vn->rxq.size - below(48)
@@ -198,14 +229,10 @@ static bool step(uint32_t seed, unsigned s)
 		 * and then; at its cap it lets several go. */
 		if (held_bufs < hold_cap && below(4))
 			return true;
-		for (unsigned n = 1 + below(held_bufs >= hold_cap ? 16 : 2); n && nheld; n--) {
-			unsigned k = below(nheld);
-
-			vnet_rx_release_frame(vn, &held[k]);
-			drop_held(k);
-			releases++;
-		}
-		note("release");
+		for (unsigned n = 1 + below(held_bufs >= hold_cap ? 16 : 2); n && nheld; n--)
+			let_go(below(nheld));
+		vnet_tx_end_burst(vn);
+		note(fwd_phase ? "fwd/rel" : "release");
 	} else if (a < 72) {
 		if (nheld) {
 			unsigned k = below(nheld);
@@ -262,6 +289,7 @@ static void test_random_interleavings(uint32_t seed)
 	/* The end: the application lets go of everything, the TX device
 	 * finishes; then every frame queued must get through. */
 	hold_cap = 0;
+	app_busy = false;
 	for (unsigned r = 0; r < 1000 && (nheld || simrx.want || virtq_used_count(&vn->rxq)); r++) {
 		while (nheld) {
 			vnet_rx_release_frame(vn, &held[0]);
