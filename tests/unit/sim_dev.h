@@ -119,6 +119,7 @@ struct sim_queue {
 	 * for one that raced the driver's re-arm and lost. */
 	bool weak_order;
 	uint16_t seen_used_event, seen_avail_flags;
+	uint16_t seen_avail_idx; /* split: avail->idx at that access (sim_rx.h's weak mode) */
 
 	/* TX capture: the last frame and a running sum over all frames */
 	uint64_t frames, bytes, byte_sum;

@@ -9,10 +9,28 @@ struct sim_rx simrx;
 
 static struct sim_queue *const rq = &sim.q[0];
 
-void sim_rx_model_reset(bool mrg)
+void sim_rx_model_reset(bool mrg, bool weak)
 {
 	memset(&simrx, 0, sizeof(simrx));
 	simrx.mrg = mrg;
+	simrx.weak = weak && !rq->packed;
+	simrx.view = sim_published(rq);
+}
+
+void sim_rx_drain(void)
+{
+	simrx.view = sim_published(rq);
+}
+
+/* avail->idx as the device reads it: the value in memory, or in weak mode
+ * the newest the driver's register accesses or a drain let through. */
+static uint16_t sim_rx_avail_idx(void)
+{
+	if (!simrx.weak)
+		return sim_published(rq);
+	if ((uint16_t)(rq->seen_avail_idx - simrx.view) < 0x8000u)
+		simrx.view = rq->seen_avail_idx;
+	return simrx.view;
 }
 
 static uint16_t sim_rx_pflags(uint16_t pos)
@@ -131,7 +149,7 @@ static void sim_rx_scan(void)
 {
 	uint64_t room = 0;
 
-	sim_consume(rq, rq->size);
+	sim_consume(rq, rq->packed ? rq->size : (uint16_t)(sim_rx_avail_idx() - rq->last_avail));
 	for (unsigned k = 0; k < rq->npending; k++)
 		room += rq->pending[k].writable;
 	if (sim_rx_fits(room, rq->npending)) {
@@ -166,7 +184,7 @@ static void sim_rx_arm(void)
 			v = simrx.opaque | (uint32_t)VIRTQ_EVENT_F_DESC << 16;
 		__atomic_store_n((uint32_t *)rq->device_event, v, __ATOMIC_RELAXED);
 	} else if (rq->event_idx) {
-		*(uint16_t *)&rq->used->ring[rq->size] = sim_published(rq);
+		*(uint16_t *)&rq->used->ring[rq->size] = sim_rx_avail_idx();
 	} else {
 		rq->used->flags = 0;
 	}
@@ -178,7 +196,7 @@ static bool sim_rx_changed(void)
 {
 	if (rq->packed)
 		return sim_rx_pavail(simrx.opaque & 0x7fff, !!(simrx.opaque & VIRTQ_EVENT_WRAP));
-	return sim_published(rq) != simrx.opaque;
+	return sim_rx_avail_idx() != simrx.opaque;
 }
 
 void sim_rx_step(void)

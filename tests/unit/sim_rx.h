@@ -24,6 +24,14 @@
  *            the queue (virtio_net_handle_rx() -> flush) makes it try again.
  * A doorbell that arrives while the device is arming or re-checking is
  * handled after (the I/O thread's main loop), so it resumes it too.
+ *
+ * Weak mode (split ring): QEMU 7.2's TCG with one vCPU drops the guest's
+ * MFENCE, so the driver's avail->idx store can sit in the host CPU's store
+ * buffer while the I/O thread reads the ring. The device then sees avail->idx
+ * as of the driver's last register access (a doorbell, or the register
+ * read virtq_kick_prepare() makes before trusting a "no": sim_dev.c
+ * seen_avail_idx), or newer once the test says the store buffer drained
+ * (sim_rx_drain()).
  */
 #ifndef VNETLAB_SIM_RX_H
 #define VNETLAB_SIM_RX_H
@@ -35,7 +43,9 @@
 enum sim_rx_phase { SIM_RX_RUNNING, SIM_RX_ARMING, SIM_RX_RECHECK, SIM_RX_PARKED };
 
 struct sim_rx {
-	bool mrg; /* MRG_RXBUF negotiated: a frame may take several buffers */
+	bool mrg;      /* MRG_RXBUF negotiated: a frame may take several buffers */
+	bool weak;     /* split: the device sees avail->idx late (see above) */
+	uint16_t view; /* ... this value of it */
 	enum sim_rx_phase phase;
 	uint32_t want;      /* bytes the queued frame needs (header + frame); 0: none */
 	uint32_t frame_len; /* its frame bytes */
@@ -46,7 +56,9 @@ struct sim_rx {
 
 extern struct sim_rx simrx;
 
-void sim_rx_model_reset(bool mrg);
+void sim_rx_model_reset(bool mrg, bool weak);
+/* Weak mode: the driver's stores so far reach the device now. */
+void sim_rx_drain(void);
 /* A frame from the tap (len frame bytes, a large-receive one when above
  * 1514): false if one is queued already (the tap is not read meanwhile). */
 bool sim_rx_frame(uint32_t len);

@@ -212,6 +212,8 @@ static bool step(uint32_t seed, unsigned s)
 		if (sim_rx_frame(frame_size()))
 			note("frame");
 	} else if (a < 34) {
+		if (below(2))
+			sim_rx_drain(); /* the store buffer drains (weak mode) */
 		sim_rx_step();
 		note("dev step");
 	} else if (a < 48) {
@@ -280,7 +282,11 @@ static void test_random_interleavings(uint32_t seed)
 	rng = 0x9e3779b97f4a7c15ull ^ seed;
 	if (!dev_open(SIM_MANUAL))
 		return;
-	sim_rx_model_reset(!!(vnet_features(vn) & VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF)));
+	/* Under TCG (the shim's accelerator) the split ring's device sees
+	 * avail->idx late unless a register access or a drain lets it through
+	 * (sim_rx.h weak mode): what the kick decision's register read is for. */
+	sim_rx_model_reset(!!(vnet_features(vn) & VIRTIO_BIT(VIRTIO_NET_F_MRG_RXBUF)),
+	                   vn->rxq.sync != NULL);
 	nheld = held_bufs = 0;
 	next_seq = forwarded = fwd_refused = releases = 0;
 	for (s = 0; s < STEPS; s++)
@@ -299,6 +305,7 @@ static void test_random_interleavings(uint32_t seed)
 		shim_now_ns += 1000000;
 		vnet_poll(vn);
 		vnet_before_wait(vn);
+		sim_rx_drain();
 		sim_rx_step();
 		hold_cap = vn->rxq.size;
 		take_frames();
