@@ -13,7 +13,9 @@
  *
  * The invariant, checked after every step (the driver's functions run
  * whole between two device steps, as barrier B makes them look to the
- * device):
+ * device; under TCG the split ring's device sees avail->idx only as of the
+ * driver's last register access or a drain, sim_rx.h weak mode, which the
+ * kick decision's register read covers):
  *   LOST WAKE-UP: the device is parked (it scanned, armed notifications,
  *   re-checked and found nothing new), no doorbell reached it since its
  *   failed scan began, and the buffers it holds plus the ones the driver
