@@ -29,7 +29,8 @@ TIMEOUT = 30
 # (name, file, find, replace, binaries): a binary is "virtq", "virtq_packed", "virtio_pci",
 # "virtio_mmio", "virtio_mmio_packed", "pci", "paging", a unit
 # variant name from tests/unit/unit.mk (UNIT_VARIANTS: its test_vnet), or
-# "offload:" + a name from UNIT_OFFLOAD_VARIANTS (its test_offload).
+# "offload:" + a name from UNIT_OFFLOAD_VARIANTS (its test_offload), or "rxc:" + a name
+# from UNIT_RXC_VARIANTS (its test_rx_contract).
 LRO = "offload:base-every-ei1-eager-inline-zc1"
 PK = "drivers/virtio/virtq_packed.c"
 PACKED = "base-every-ei1-eager-inline-zc1-packed"
@@ -38,6 +39,8 @@ MQ = "drivers/virtio/vnet_mq.c"
 RSS = "drivers/virtio/vnet_rss.c"
 IRQ = "drivers/virtio/virtio_irq.c"
 HALT = "base-every-ei1-eager-inline-zc1-idle_halt"
+RX = "drivers/virtio/vnet_rx.c"
+RXC = ["rxc:base-every-ei1-eager-inline-zc1", "rxc:base-every-ei1-eager-inline-zc1-packed"]
 MUTANTS = [
     # Barrier B under an emulator (virtq_set_sync()): the TX stall.
     ("kick_prepare trusts a no without the register read", "drivers/virtio/virtq.c",
@@ -486,12 +489,39 @@ MUTANTS = [
     ("msix: every pair reports the config interrupts", "drivers/virtio/vnet_idle.c",
      "s->irq_cfg = vn->qp == 0 ? virtio_dev_irqs(&vn->vd)[0] : 0;",
      "s->irq_cfg = virtio_dev_irqs(&vn->vd)[0];", [HALT]),
+    # Issue 36 item 3: the RX path against QEMU 7.2's receive side
+    # (test_rx_contract): a parked device is woken only by a kick.
+    ("rx: low-water refill (fewer than a batch free) without its kick decision", RX,
+     "\t\tvnet_rx_refill(vn, true);\n}\n\n/* A frame header",
+     "\t\tvnet_rx_refill(vn, vn->rx_nfree >= VNET_RX_REFILL_BATCH);\n}\n\n/* A frame header", RXC),
+    ("rx: vnet_rx_poll refills without kicking", RX,
+     "\t\tvnet_rx_refill(vn, true);\n}\n\n/* A frame header",
+     "\t\tvnet_rx_refill(vn, false);\n}\n\n/* A frame header", RXC),
+    ("rx: no low-water refill (free buffers kept from a parked device)", RX,
+     "(vn->rx_nfree && virtq_chains_in_flight(&vn->rxq) < VNET_RX_REFILL_BATCH)", "(0)", RXC),
+    ("rx: forwarded buffers home from reclaim re-posted without a kick", RX,
+     "\tvn->rx_in_tx--;\n\tvnet_rx_recycle(vn, (uint16_t)i);\n\tif (vn->rx_nfree >= VNET_RX_REFILL_BATCH)\n\t\tvnet_rx_refill(vn, true);",
+     "\tvn->rx_in_tx--;\n\tvnet_rx_recycle(vn, (uint16_t)i);\n\tif (vn->rx_nfree >= VNET_RX_REFILL_BATCH)\n\t\tvnet_rx_refill(vn, false);", RXC),
+    ("rx: a release's batch re-posted without a kick", RX,
+     "\t\tvnet_rx_refill(vn, true);\n}\n\nint vnet_rx_held_index",
+     "\t\tvnet_rx_refill(vn, false);\n}\n\nint vnet_rx_held_index", RXC),
+    ("rx: kick decided before the refill is published (old index taken after it)", RX,
+     "\tvirtq_publish(&vn->rxq);\n\tif (kick && virtq_kick_prepare(&vn->rxq))\n\t\tvirtq_notify(&vn->rxq);",
+     "\tif (kick && virtq_kick_prepare(&vn->rxq))\n\t\tvirtq_notify(&vn->rxq);\n\tvirtq_publish(&vn->rxq);", RXC),
+    # The same edit as the first barrier B mutant above (virtq catches it),
+    # through the RX path: a parked device that read avail->idx before the
+    # refill's store drained. (The re-read after the register read is not
+    # covered here: the model's device answers are never read stale.)
+    ("rx (TCG): a refill's suppression trusted without the register read", "drivers/virtio/virtq.c",
+     "\tif (!need && vq->sync) {", "\tif (0 && vq->sync) {", RXC[:1]),
 ]
 
 
 def binary_path(build, b):
     if b.startswith("offload:"):
         return os.path.join(build, "unit", b[8:], "test_offload")
+    if b.startswith("rxc:"):
+        return os.path.join(build, "unit", b[4:], "test_rx_contract")
     if b in ("virtq", "virtq_packed", "virtio_pci", "virtio_mmio", "virtio_mmio_packed", "pci", "paging", "inst_table"):
         return os.path.join(build, "unit", "test_" + b)
     return os.path.join(build, "unit", b, "test_vnet")

@@ -12,7 +12,7 @@ for bin in "$@"; do
 	timeout --kill-after=5 "$tmo" "$bin" >"$log" 2>&1 || status=$?
 	name=${bin#*/unit/}
 	name=${name%/test_vnet}
-	summary=$(grep -E '^(test_(virtq|vnet|virtio_pci|virtio_mmio|offload|pci|paging)|mc_unit).*checks' "$log" | tail -1)
+	summary=$(grep -E '^(test_(virtq|vnet|virtio_pci|virtio_mmio|offload|pci|paging|rx_contract)|mc_unit).*checks' "$log" | tail -1)
 	if [ "$status" = 0 ]; then
 		echo "unit ok   $name: ${summary#*: }"
 		continue

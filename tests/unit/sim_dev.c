@@ -94,6 +94,7 @@ static void sim_see_driver_stores(struct sim_queue *q)
 		return;
 	q->seen_used_event = q->avail->ring[q->size];
 	q->seen_avail_flags = q->avail->flags;
+	q->seen_avail_idx = q->avail->idx;
 }
 
 void sim_register_access(void)

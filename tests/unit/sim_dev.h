@@ -11,7 +11,10 @@
  * avail_event = next entry it will read) until a doorbell; then busy
  * (NO_NOTIFY set, avail_event left stale) until sim_run() processes
  * everything and re-arms. In SIM_SYNC mode the doorbell itself runs the
- * queue, as a very fast device would.
+ * queue, as a very fast device would. RX here takes any buffer posted
+ * when a frame is injected; sim_rx.h is QEMU 7.2's receive side on top of
+ * this file, which parks when a frame does not fit and waits for a kick
+ * (test_rx_contract.c).
  */
 #ifndef VNETLAB_SIM_DEV_H
 #define VNETLAB_SIM_DEV_H
@@ -116,6 +119,7 @@ struct sim_queue {
 	 * for one that raced the driver's re-arm and lost. */
 	bool weak_order;
 	uint16_t seen_used_event, seen_avail_flags;
+	uint16_t seen_avail_idx; /* split: avail->idx at that access (sim_rx.h's weak mode) */
 
 	/* TX capture: the last frame and a running sum over all frames */
 	uint64_t frames, bytes, byte_sum;
