@@ -188,6 +188,11 @@ def test_hostgen_harness_runs(t):
                            f"testpmd got back {r['gen_back']}")
             if r["test"] == "pkt_rxonly" and r.get("seq_frames") != 0:
                 raise Fail(f"{what}: testpmd's frames carry no sequence number, seq_frames {r.get('seq_frames')}")
+        if r["column"] != "reference" and not (r.get("qemu_cpu_pct") is not None and r.get("peer_cpu_pct")
+                                                and r.get("qemu_cpus") and r.get("peer_cpus")):
+            raise Fail(f"{what}: the host CPU of QEMU and of testpmd (peer) over the guest's interval is missing: "
+                       f"qemu {r.get('qemu_cpu_pct')} on {r.get('qemu_cpus')}, peer {r.get('peer_cpu_pct')} on "
+                       f"{r.get('peer_cpus')}")
     # On tap the way back into testpmd's packet socket has no drop count:
     # what the guest sent back is at least what testpmd got, never less.
     for r in rows:
