@@ -31,7 +31,8 @@
  *       pkt.idle=S receive modes: end S seconds after the last frame once
  *       frames came (0: run pkt.seconds), pkt.src=, pkt.dst= generated
  *       frames' IPv4 addresses (10.77.0.2, 10.77.0.1), pkt.dmac= (broadcast),
- *       pkt.port= UDP destination port (9), backend=LABEL.
+ *       pkt.port= UDP destination port (9), pkt.warmup=S rr: round trips
+ *       for S seconds first, not measured (0), backend=LABEL.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +60,7 @@ static struct {
 	enum pkt_mode mode;
 	const char *size_str;
 	uint32_t size; /* 0: imix */
-	uint64_t rate, count, seconds_ns, idle_ns;
+	uint64_t rate, count, seconds_ns, idle_ns, warmup_ns;
 	unsigned flows, burst, mq;
 	struct pkt_addrs addrs;
 } pk;
@@ -88,6 +89,7 @@ struct pkt_q {
 	uint64_t t_start, t_first, t_last; /* clock_ns(); t_first 0: no frame yet */
 	/* rr: the frame out (its number, when it left; t_sent 0: none) */
 	uint64_t rr_seq, rr_sent, rr_lost, rr_late;
+	uint64_t rr_warm_end; /* clock_ns() the warm-up ends at; 0: measuring */
 	struct hist *rr_hist;
 	struct result_snap a, b;           /* the driver counters around the run */
 	int drain_rc;                      /* vnet_drain(): -1 timed out */
@@ -156,6 +158,7 @@ void pkt_configure(void)
 	pk.burst = (unsigned)cmdline_u64("pkt.burst", 32, 1, PKT_BURST_MAX);
 	pk.count = cmdline_u64("pkt.count", 0, 0, (uint64_t)1 << 48);
 	pk.idle_ns = cmdline_u64("pkt.idle", 0, 0, 86400) * 1000000000ull;
+	pk.warmup_ns = cmdline_u64("pkt.warmup", 0, 0, 3600) * 1000000000ull;
 	pkt_parse_ip("pkt.src", "10.77.0.2", pk.addrs.src);
 	pkt_parse_ip("pkt.dst", "10.77.0.1", pk.addrs.dst);
 	pkt_parse_mac("pkt.dmac", "ff:ff:ff:ff:ff:ff", pk.addrs.dmac);
@@ -173,6 +176,8 @@ void pkt_configure(void)
 		kernel_usage_error("cmdline", "key 'pkt.rate' applies to pkt.mode=txonly only");
 	if ((pk.mode == PKT_TXONLY || pk.mode == PKT_RR) && cmdline_str("pkt.idle", NULL))
 		kernel_usage_error("cmdline", "key 'pkt.idle' applies to the receive modes only");
+	if (pk.mode != PKT_RR && cmdline_str("pkt.warmup", NULL))
+		kernel_usage_error("cmdline", "key 'pkt.warmup' applies to pkt.mode=rr only");
 	if (pk.mode == PKT_RR && pk.mq > 1)
 		kernel_usage_error("cmdline", "key 'mq': pkt.mode=rr runs on one queue pair");
 }
@@ -289,6 +294,14 @@ static void pkt_rr_pass(struct pkt_q *q, uint64_t now)
 	}
 	if (rc < 0)
 		pkt_failed(q);
+	if (q->rr_warm_end && now >= q->rr_warm_end) {
+		/* The warm-up is over: the run starts now, from nothing. */
+		q->rr_warm_end = 0;
+		hist_reset(q->rr_hist);
+		q->frames = q->bytes = q->rr_lost = q->rr_late = q->rx_other = q->tx_full = 0;
+		result_snap_of(&q->a, q->vn);
+		q->t_start = q->t_first = q->t_last = now; /* not a.ns: later than now */
+	}
 	if (q->rr_sent && now - q->rr_sent >= PKT_RR_LOST_NS) {
 		q->rr_lost++;
 		q->rr_sent = 0;
@@ -537,6 +550,8 @@ static void pkt_run(struct pkt_q *q)
 	q->t_start = q->a.ns;
 	if (pk.mode == PKT_TXONLY || pk.mode == PKT_RR)
 		q->t_first = q->t_start;
+	if (pk.mode == PKT_RR && pk.warmup_ns)
+		q->rr_warm_end = q->t_start + pk.warmup_ns;
 	for (;;) {
 		uint64_t now;
 		int rc;

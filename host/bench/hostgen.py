@@ -485,6 +485,9 @@ def _guest_run(run, m, guest, backend, row, tps, extra, sampler, exits):
     processes as they appear, a KVM exit sampler goes into exits."""
     import runs
 
+    if run.test == "pkt_rr":
+        return _rr(run, m, guest, backend, row, tps, extra, sampler, exits)
+
     p = run.params
     gen_kind = p.get("generator", "python")
     rxonly = run.test == "pkt_rxonly"
@@ -583,6 +586,53 @@ def _guest_run(run, m, guest, backend, row, tps, extra, sampler, exits):
         row["unaccounted"] = (obj.get("frames") or 0) - (s.get("RX-packets") or 0) - missed - (drops or 0)
         # The same on tap: the packet socket's own drops are not reported.
         row["closes"] = row["unaccounted"] >= 0 if backend.name == "tap" else row["unaccounted"] == 0
+    return boot, obj
+
+
+def _boot_pkt(run, m, guest, backend, row, extra, sampler, exits):
+    """The appliance's app=pkt boot, watched, up to its ready line."""
+    boot, cmdline = guest.start(run, backend, m.run_timeout)
+    extra.append(boot)
+    row["cmdline"] = cmdline
+    sampler.watch("qemu", boot.qemu_pid)
+    if getattr(boot, "qmp", None):
+        exits.append(kvmstats.Sampler(boot.qmp))
+        exits[0].start()
+    item = boot.proc.wait_line(lambda l: l.startswith(("pkt: ", "ERROR {")), 90)
+    if not item or item[2].startswith("ERROR"):
+        raise BenchError(f"guest not ready; console tail:\n{boot.proc.tail()}")
+    return boot
+
+
+def _rr(run, m, guest, backend, row, tps, extra, sampler, exits):
+    """pkt_rr: the appliance's round trips against a polling reflector --
+    testpmd macswap on the guest's vhost-user socket (two busy threads:
+    the guest's vCPU and testpmd's forwarding lcore), or on tap
+    host/xdp/macswap.c's XDP_TX (no host process at all)."""
+    import runs
+    import xdprefl
+
+    if guest.name != "vnetlab":
+        raise BenchError("pkt_rr: the appliance's app=pkt only")
+    if backend.name == "vhost-user":
+        need_testpmd()
+        tp = generator(backend, "macswap", None).start()
+        tps.append(tp)
+        sampler.watch("peer", runs._pid_of(tp.proc, "dpdk-testpmd"))
+        tp.send("start")
+        row["generator"] = "testpmd-macswap"
+    else:
+        xdprefl.attach(backend.wrap, backends.TAP)
+        row["generator"] = "xdp-macswap"
+    boot = _boot_pkt(run, m, guest, backend, row, extra, sampler, exits)
+    obj = runs.final_result(boot, row, m.run_timeout + 15)
+    for k, v in obj.items():
+        row[("guest_" + k) if k in runs.RESULT_META else k] = v
+    h = runs.hist_of(boot.proc.text("out"))
+    if h:
+        row["lat_hist"] = h.get("buckets")
+    if not obj.get("transactions"):
+        raise BenchError(f"pkt_rr: no frame came back from the reflector ({obj.get('lost')} lost)")
     return boot, obj
 
 

@@ -37,6 +37,7 @@ import idle
 import loadlat
 import ndr
 import hostgen
+import kvmstats
 import stats
 from matrix import TESTS
 
@@ -433,9 +434,11 @@ def markdown(records, cols, baseline, meta, plots=()):
                                    lambda r: f"{fmt_num(r['kicks_per_txn'])} / {fmt_num(r.get('reclaims_per_txn'))}")
             unit = {"rr": "transaction", "stream": "message (one write of msg bytes)", "ping": "ping (whole boot)",
                     "memcached": "memcached command", "pkt": "frame", "ndr": "frame"}[info["kind"]]
+        if test == "pkt_rr":
+            unit = "round trip (one frame each way)"
             L += _table(f"driver: kicks / TX reclaim calls per {unit} (medians)", row_name, row_values, gcols, drv_cell)
 
-        kvm_unit = {"rr": "txn", "pkt": "frame"}.get(info["kind"], "mb")
+        kvm_unit = kvmstats.unit(test)
         if any(r.get(f"kvm_exits_per_{kvm_unit}") is not None for r in recs):
 
             kvm_cell = record_cell(f"kvm_exits_per_{kvm_unit}",

@@ -254,7 +254,7 @@ def execute(run, m, guest, logdir):
 
         return loadlat.execute_run(run, m, guest, logdir, execute)
     row = base_row(run, m)
-    if run.test in ("pkt_rxonly", "pkt_macswap") or run.guest == "reference" or (
+    if run.test in ("pkt_rxonly", "pkt_macswap", "pkt_rr") or run.guest == "reference" or (
             run.test == "pkt_txonly" and run.params.get("generator") == "testpmd"):
         import hostgen  # hostgen imports this module
 

@@ -148,6 +148,7 @@ def test_pkt_bad_keys(t):
         ("pkt.mode=macswap pkt.count=5", r"key 'pkt.count' applies to pkt.mode=txonly\|rr only"),
         ("pkt.idle=1", r"key 'pkt.idle' applies to the receive modes only"),
         ("pkt.mode=rr pkt.idle=1", r"key 'pkt.idle' applies to the receive modes only"),
+        ("pkt.warmup=1", r"key 'pkt.warmup' applies to pkt.mode=rr only"),
         ("pkt.dmac=01:02:03", r"bad value '01:02:03' for key 'pkt.dmac'"),
         ("pkt.dst=10.0.0.300", r"bad value '10.0.0.300' for key 'pkt.dst' \(not an IPv4 address\)"),
         ("pkt.bogus=1", r"unknown key 'pkt.bogus'"),
@@ -173,7 +174,7 @@ def test_pkt_rr_over_an_xdp_reflector(t):
     n = 2000
     with t.netns() as ns:
         xdprefl.attach(ns.exec_argv, ns.tap)
-        g, _ = pkt_guest(t, ns, f"pkt.mode=rr pkt.count={n}", seconds=60)
+        g, _ = pkt_guest(t, ns, f"pkt.mode=rr pkt.count={n} pkt.warmup=1", seconds=60)
         r = result(g)
         hist = json_line(g, "HIST")
         check_eq("pkt_rr transactions", n, r["transactions"], g)
