@@ -8,6 +8,11 @@
  *	macswap  send every frame back, Ethernet addresses swapped (testpmd)
  *	reflect  send every UDP/IPv4 frame back with Ethernet, IPv4 and UDP
  *	         source and destination swapped (a host socket receives it)
+ *	rr       one generated frame at a time: send it, wait until a host
+ *	         reflector (testpmd macswap, an XDP_TX program) returns it, and
+ *	         time the round trip on this CPU's TSC (clock_ns()); RESULT
+ *	         pkt_rr with transactions, tps and lat_* (and a HIST line), a
+ *	         frame not back within PKT_RR_LOST_NS counted as lost
  *
  * The forwarding modes transmit the received buffer itself
  * (vnet_tx_forward(): zero copy, the buffer goes back to RX when the TX
@@ -21,11 +26,13 @@
  *       pkt.size=64..1518|imix (64; RFC 2544 frame sizes, FCS included: pkt.h),
  *       pkt.rate=PPS (0: full speed), pkt.flows=N source ports from 1024 (1),
  *       pkt.seconds=S longest run (10), pkt.burst=1..256 (32),
- *       pkt.count=N txonly: frames to send, then end (0: for pkt.seconds),
+ *       pkt.count=N txonly: frames to send, rr: round trips, then end (0:
+ *       for pkt.seconds),
  *       pkt.idle=S receive modes: end S seconds after the last frame once
  *       frames came (0: run pkt.seconds), pkt.src=, pkt.dst= generated
  *       frames' IPv4 addresses (10.77.0.2, 10.77.0.1), pkt.dmac= (broadcast),
- *       pkt.port= UDP destination port (9), backend=LABEL,
+ *       pkt.port= UDP destination port (9), pkt.warmup=S rr: round trips
+ *       for S seconds first, not measured (0), backend=LABEL,
  *       pkt.hold=MS rxonly, a test's fault: from the first numbered frame
  *       keep every received buffer for MS milliseconds, then release them
  *       all (PKT_HOLD line): the device runs out of RX room on purpose and
@@ -47,8 +54,9 @@
 #define PKT_HEADROOM  64 /* >= vnet_tx_headroom */
 #define PKT_DRAIN_NS  100000000ull
 #define PKT_JOIN_NS   5000000000ull /* an AP's loop ends at most this long after pkt.seconds */
+#define PKT_RR_LOST_NS 100000000ull /* rr: a frame not back by then is lost; the next one goes */
 
-static const char *const pkt_modes[] = {"txonly", "rxonly", "macswap", "reflect", NULL};
+static const char *const pkt_modes[] = {"txonly", "rxonly", "macswap", "reflect", "rr", NULL};
 
 /* The run's parameters: set by pkt_configure(), read-only from then on
  * (every queue's loop reads them, on its own CPU). */
@@ -56,7 +64,7 @@ static struct {
 	enum pkt_mode mode;
 	const char *size_str;
 	uint32_t size; /* 0: imix */
-	uint64_t rate, count, seconds_ns, idle_ns, hold_ns;
+	uint64_t rate, count, seconds_ns, idle_ns, warmup_ns, hold_ns;
 	unsigned flows, burst, mq;
 	struct pkt_addrs addrs;
 } pk;
@@ -89,6 +97,10 @@ struct pkt_q {
 	unsigned nheld, nheld_max, held_frames;
 	uint64_t t_hold; /* 0: not started */
 	bool hold_over;
+	/* rr: the frame out (its number, when it left; t_sent 0: none) */
+	uint64_t rr_seq, rr_sent, rr_lost, rr_late;
+	uint64_t rr_warm_end; /* clock_ns() the warm-up ends at; 0: measuring */
+	struct hist *rr_hist;
 	struct result_snap a, b;           /* the driver counters around the run */
 	int drain_rc;                      /* vnet_drain(): -1 timed out */
 };
@@ -157,6 +169,7 @@ void pkt_configure(void)
 	pk.count = cmdline_u64("pkt.count", 0, 0, (uint64_t)1 << 48);
 	pk.idle_ns = cmdline_u64("pkt.idle", 0, 0, 86400) * 1000000000ull;
 	pk.hold_ns = cmdline_u64("pkt.hold", 0, 0, 60000) * 1000000ull;
+	pk.warmup_ns = cmdline_u64("pkt.warmup", 0, 0, 3600) * 1000000000ull;
 	pkt_parse_ip("pkt.src", "10.77.0.2", pk.addrs.src);
 	pkt_parse_ip("pkt.dst", "10.77.0.1", pk.addrs.dst);
 	pkt_parse_mac("pkt.dmac", "ff:ff:ff:ff:ff:ff", pk.addrs.dmac);
@@ -168,14 +181,18 @@ void pkt_configure(void)
 		    "key 'mq': mq=%u needs smp=%u or more (one vCPU per queue pair), "
 		    "smp is %u",
 		    pk.mq, pk.mq, smp_requested());
-	if (pk.mode != PKT_TXONLY &&
-	    (cmdline_str("pkt.count", NULL) || cmdline_str("pkt.rate", NULL)))
-		kernel_usage_error("cmdline", "keys 'pkt.count' and 'pkt.rate' apply to "
-		                              "pkt.mode=txonly only");
+	if (pk.mode != PKT_TXONLY && pk.mode != PKT_RR && cmdline_str("pkt.count", NULL))
+		kernel_usage_error("cmdline", "key 'pkt.count' applies to pkt.mode=txonly|rr only");
+	if (pk.mode != PKT_TXONLY && cmdline_str("pkt.rate", NULL))
+		kernel_usage_error("cmdline", "key 'pkt.rate' applies to pkt.mode=txonly only");
 	if (pk.mode != PKT_RXONLY && pk.hold_ns)
 		kernel_usage_error("cmdline", "key 'pkt.hold' applies to pkt.mode=rxonly only");
-	if (pk.mode == PKT_TXONLY && cmdline_str("pkt.idle", NULL))
+	if ((pk.mode == PKT_TXONLY || pk.mode == PKT_RR) && cmdline_str("pkt.idle", NULL))
 		kernel_usage_error("cmdline", "key 'pkt.idle' applies to the receive modes only");
+	if (pk.mode != PKT_RR && cmdline_str("pkt.warmup", NULL))
+		kernel_usage_error("cmdline", "key 'pkt.warmup' applies to pkt.mode=rr only");
+	if (pk.mode == PKT_RR && pk.mq > 1)
+		kernel_usage_error("cmdline", "key 'mq': pkt.mode=rr runs on one queue pair");
 }
 
 static void pkt_failed(struct pkt_q *q)
@@ -259,6 +276,70 @@ static void pkt_tx_pass(struct pkt_q *q, uint64_t now)
 		q->t_last = now;
 	}
 	prof_exit();
+}
+
+/* rr: take what came back (the frame out ends its round trip; a late one,
+ * already counted lost, or anything else is counted and released), then
+ * send the next frame when none is out, kicked at once (vnet_tx_end_burst:
+ * the kick policy decides, kick=timer holds it as it would any frame). */
+static void pkt_rr_pass(struct pkt_q *q, uint64_t now)
+{
+	struct vnet_rx *r = &q->pend[0];
+	int rc;
+
+	while ((rc = vnet_rx(q->vn, r)) > 0) {
+		uint64_t t = clock_ns(), seq;
+		bool numbered = r->nbufs == 1 && pkt_seq_of(r->buf[0].data, r->buf[0].len, &seq);
+
+		if (numbered && q->rr_sent && seq == q->rr_seq) {
+			hist_add(q->rr_hist, t - q->rr_sent);
+			q->frames++;
+			q->bytes += r->len + PKT_FCS;
+			q->t_last = t;
+			q->rr_sent = 0;
+			q->rr_seq++;
+		} else if (numbered) {
+			q->rr_late++;
+		} else {
+			q->rx_other++;
+		}
+		vnet_rx_release_frame(q->vn, r);
+	}
+	if (rc < 0)
+		pkt_failed(q);
+	if (q->rr_warm_end && now >= q->rr_warm_end) {
+		/* The warm-up is over: the run starts now, from nothing. */
+		q->rr_warm_end = 0;
+		hist_reset(q->rr_hist);
+		q->frames = q->bytes = q->rr_lost = q->rr_late = q->rx_other = q->tx_full = 0;
+		result_snap_of(&q->a, q->vn);
+		q->t_start = q->t_first = q->t_last = now; /* not a.ns: later than now */
+	}
+	if (q->rr_sent && now - q->rr_sent >= PKT_RR_LOST_NS) {
+		q->rr_lost++;
+		q->rr_sent = 0;
+		q->rr_seq++;
+	}
+	if (!q->rr_sent && q->nfree && !(pk.count && q->frames + q->rr_lost >= pk.count)) {
+		uint16_t s = q->free[--q->nfree];
+		uint8_t *f = pkt_slot(q, s);
+		uint32_t size = pk.size ? pk.size : pkt_imix[q->rr_seq % PKT_IMIX_N];
+		struct vnet_seg seg = {f, size - PKT_FCS};
+
+		pkt_frame_build(f, size - PKT_FCS, &pk.addrs,
+		                (uint16_t)(PKT_SPORT_BASE + q->rr_seq % pk.flows), q->rr_seq);
+		q->rr_sent = clock_ns();
+		rc = vnet_tx(q->vn, &seg, 1, NULL, (void *)(uintptr_t)s);
+		if (rc < 0) {
+			q->free[q->nfree++] = s;
+			if (rc != -VNET_EAGAIN)
+				pkt_failed(q);
+			q->tx_full++;
+			q->rr_sent = 0;
+			return;
+		}
+		vnet_tx_end_burst(q->vn);
+	}
 }
 
 /* A trial marker: what this trial's frames did in the guest, for the
@@ -412,6 +493,8 @@ static bool pkt_done(struct pkt_q *q, uint64_t now)
 		return true;
 	if (pk.mode == PKT_TXONLY)
 		return pk.count && q->frames == pk.count;
+	if (pk.mode == PKT_RR)
+		return pk.count && q->frames + q->rr_lost >= pk.count;
 	return pk.idle_ns && q->t_first && now - q->t_last >= pk.idle_ns;
 }
 
@@ -426,6 +509,8 @@ static uint64_t pkt_deadline(void *arg)
 		uint64_t next = q->t_start + (uint64_t)((unsigned __int128)(q->frames + 1) *
 		                                        1000000000ull / pk.rate);
 		end = next < end ? next : end;
+	} else if (pk.mode == PKT_RR && q->rr_sent && q->rr_sent + PKT_RR_LOST_NS < end) {
+		end = q->rr_sent + PKT_RR_LOST_NS;
 	} else if (pk.mode != PKT_TXONLY && pk.idle_ns && q->t_first &&
 	           q->t_last + pk.idle_ns < end) {
 		end = q->t_last + pk.idle_ns;
@@ -459,7 +544,7 @@ static void pkt_result(const struct pkt_q *q, const struct result_snap *a,
 	char test[16];
 
 	snprintf(test, sizeof(test), "pkt_%s", pkt_modes[pk.mode]);
-	result_begin(test, pk.mode == PKT_TXONLY ? "client" : "server");
+	result_begin(test, pk.mode == PKT_TXONLY || pk.mode == PKT_RR ? "client" : "server");
 	if (queue >= 0)
 		result_u64("queue", (uint64_t)queue); /* mq=N: one line per pair */
 	else if (pk.mq > 1)
@@ -473,6 +558,12 @@ static void pkt_result(const struct pkt_q *q, const struct result_snap *a,
 	result_u64("bytes", q->bytes);
 	result_ratio("pps", q->frames * 1000000000ull, ns);
 	result_rates(q->bytes, q->frames, ns);
+	if (pk.mode == PKT_RR) {
+		result_u64("transactions", q->frames);
+		result_u64("lost", q->rr_lost);
+		result_u64("late", q->rr_late);
+		result_latency(q->rr_hist);
+	}
 	result_ratio("frames_per_kick", q->frames, kicks);
 	result_ratio("frames_per_reclaim", q->frames, b->tx.reclaim_calls - a->tx.reclaim_calls);
 	result_ratio("frames_per_irq", q->frames, irqs);
@@ -500,8 +591,10 @@ static void pkt_run(struct pkt_q *q)
 {
 	result_snap_of(&q->a, q->vn);
 	q->t_start = q->a.ns;
-	if (pk.mode == PKT_TXONLY)
+	if (pk.mode == PKT_TXONLY || pk.mode == PKT_RR)
 		q->t_first = q->t_start;
+	if (pk.mode == PKT_RR && pk.warmup_ns)
+		q->rr_warm_end = q->t_start + pk.warmup_ns;
 	for (;;) {
 		uint64_t now;
 		int rc;
@@ -514,6 +607,8 @@ static void pkt_run(struct pkt_q *q)
 		now = clock_ns();
 		if (pk.mode == PKT_TXONLY)
 			pkt_tx_pass(q, now);
+		else if (pk.mode == PKT_RR)
+			pkt_rr_pass(q, now);
 		else
 			pkt_rx_pass(q, now);
 		vnet_tx_end_burst(q->vn);
@@ -602,12 +697,18 @@ int pkt_main(void)
 	for (unsigned k = 0; k < pk.mq; k++) {
 		pq[k].vn = vnet_queue(vn, k);
 		pq[k].qp = k;
-		if (pk.mode == PKT_TXONLY)
+		if (pk.mode == PKT_TXONLY || pk.mode == PKT_RR)
 			pkt_setup_tx(&pq[k]);
 		if (pk.hold_ns) {
 			pq[k].nheld_max = vnet_rx_ring_size(pq[k].vn);
 			pq[k].held = pmm_alloc(pq[k].nheld_max * sizeof(void *), 8);
 		}
+	}
+	if (pk.mode == PKT_RR) {
+		static struct hist rr_hist; /* 30 KB: not on the stack */
+
+		hist_reset(&rr_hist);
+		pq[0].rr_hist = &rr_hist;
 	}
 	printf("pkt: mode=%s size=%s rate=%lu flows=%u burst=%u seconds=%lu count=%lu "
 	       "txq=%u rxq=%u%s ready\n",

@@ -37,7 +37,7 @@
 #define PKT_IMIX_N     12 /* 7 x 64, 4 x 570, 1 x 1518 (the simple IMIX, 7:4:1) */
 #define PKT_SPORT_BASE 1024
 
-enum pkt_mode { PKT_TXONLY, PKT_RXONLY, PKT_MACSWAP, PKT_REFLECT };
+enum pkt_mode { PKT_TXONLY, PKT_RXONLY, PKT_MACSWAP, PKT_REFLECT, PKT_RR };
 
 /* One flow's addresses for the generator. */
 struct pkt_addrs {
@@ -63,6 +63,8 @@ void pkt_frame_build(uint8_t *f, uint32_t len, const struct pkt_addrs *a, uint16
                      uint64_t seq);
 /* Count f's sequence number into s if it carries one; false if not. */
 bool pkt_seq_count(struct pkt_seq *s, const uint8_t *f, uint32_t len);
+/* f's sequence number in *seq, if it carries one. */
+bool pkt_seq_of(const uint8_t *f, uint32_t len, uint64_t *seq);
 /* Is f a trial marker? Its trial number in *trial. */
 bool pkt_is_marker(const uint8_t *f, uint32_t len, uint64_t *trial);
 void pkt_macswap(uint8_t *f);

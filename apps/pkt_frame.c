@@ -74,6 +74,11 @@ static bool pkt_number(const uint8_t *f, uint32_t len, const char *magic, uint64
 	return true;
 }
 
+bool pkt_seq_of(const uint8_t *f, uint32_t len, uint64_t *seq)
+{
+	return pkt_number(f, len, "VNPK", seq);
+}
+
 bool pkt_is_marker(const uint8_t *f, uint32_t len, uint64_t *trial)
 {
 	return pkt_number(f, len, "VNPT", trial);

@@ -106,15 +106,22 @@ command -v qemu-system-x86_64 >/dev/null ||
 # be refused (`-cpu host` there aborts on MSR 0x10a). kvm_why says why not.
 kvm_why=""
 kvm_cpu=""
+kvm_cpu_why=""
 kvm_mode=""
 # One probe boot (app=none) with CPU model $1: 0 when the guest ended with
 # status 0; its banner's kvm_mode= is left in kvm_mode.
 kvm_probe() {
-	local s=0
+	local s
 	: >"$tmp/probe.log"
-	timeout 20 qemu-system-x86_64 -M "$machine" -accel kvm -cpu "$1" -m 128 -nodefaults \
-		-display none -serial "file:$tmp/probe.log" -monitor none -device isa-debug-exit \
-		-kernel "$kernel" -append app=none >"$tmp/probe.err" 2>&1 || s=$?
+	# In a subshell that outlives QEMU, so that the shell's own report of a
+	# QEMU killed by a signal ("Aborted" after "failed to set MSR 0x10a")
+	# lands in probe.err with QEMU's text, not on the terminal.
+	s=$( (
+		timeout 20 qemu-system-x86_64 -M "$machine" -accel kvm -cpu "$1" -m 128 -nodefaults \
+			-display none -serial "file:$tmp/probe.log" -monitor none -device isa-debug-exit \
+			-kernel "$kernel" -append app=none </dev/null >"$tmp/probe.err" 2>&1
+		echo $?
+	) 2>>"$tmp/probe.err")
 	kvm_mode=$(sed -n 's/.* kvm_mode=\([a-z]*\).*/\1/p' "$tmp/probe.log" | head -n 1)
 	# A plain boot exits with status 0: QEMU's 65, and the guest said so.
 	[ "$s" = $((2 * DEBUG_EXIT_OFFSET + 1)) ] && grep -aq 'vnetlab exit status=0' "$tmp/probe.log"
@@ -130,7 +137,8 @@ kvm_pick() {
 	local key cache
 	key=$(cat "$kernel" "$(command -v qemu-system-x86_64)" | cksum | cut -d' ' -f1)
 	cache="${TMPDIR:-/tmp}/vnetlab-kvm-probe.$(id -u).$key.${machine%%,*}"
-	if [ -f "$cache" ]; then
+	# (A cache without kvm_cpu_why is an older script's: probe again.)
+	if [ -f "$cache" ] && grep -q '^kvm_cpu_why=' "$cache"; then
 		# shellcheck disable=SC1090
 		. "$cache"
 		[ -n "$kvm_cpu" ]
@@ -140,6 +148,7 @@ kvm_pick() {
 	kvm_cpu=""
 	if kvm_probe host; then
 		kvm_cpu=host
+		kvm_cpu_why="the probe boot accepted it"
 	else
 		kvm_why="-cpu host refused: $(grep -m1 -o 'failed to set MSR 0x[0-9a-f]* to 0x[0-9a-f]*\|error.*' "$tmp/probe.err" || echo 'probe boot failed')"
 		m=host
@@ -151,12 +160,13 @@ kvm_pick() {
 		for m in "${models[@]}"; do
 			if kvm_probe "$m"; then
 				kvm_cpu=$m
+				kvm_cpu_why="$kvm_why; $m booted"
 				break
 			fi
 		done
 	fi
 	[ -n "$kvm_cpu" ] || kvm_why="no CPU model boots under KVM ($(head -c 200 "$tmp/probe.err" | tr '\n' ' '))"
-	printf 'kvm_cpu=%q\nkvm_mode=%q\nkvm_why=%q\n' "$kvm_cpu" "$kvm_mode" "$kvm_why" >"$cache"
+	printf 'kvm_cpu=%q\nkvm_cpu_why=%q\nkvm_mode=%q\nkvm_why=%q\n' "$kvm_cpu" "$kvm_cpu_why" "$kvm_mode" "$kvm_why" >"$cache"
 	[ -n "$kvm_cpu" ]
 }
 
@@ -255,7 +265,17 @@ tap:*)
 esac
 
 [ "$accel" = kvm ] && [ -n "$kvm_mode" ] && mode_label=" kvm_mode=$kvm_mode" || mode_label=""
-echo "qemu-run: accel=$accel$mode_label cpu=${cpu[3]} machine=$machine net=$net packed=$packed boot=$([ -n "$image" ] && echo efi || echo pvh)" >&2
+# Under KVM the line also says why this CPU model (the probes' QEMU output
+# stays in their log: an aborting -cpu host is expected, not news).
+cpu_label=""
+if [ "$accel" = kvm ]; then
+	if [ -n "$cpu_model" ]; then
+		cpu_label=" (cpu: from --cpu)"
+	elif [ -n "$kvm_cpu_why" ]; then
+		cpu_label=" (cpu: $kvm_cpu_why)"
+	fi
+fi
+echo "qemu-run: accel=$accel$mode_label cpu=${cpu[3]} machine=$machine net=$net packed=$packed boot=$([ -n "$image" ] && echo efi || echo pvh)$cpu_label" >&2
 s=0
 timeout --foreground --kill-after=5 "$tmo" qemu-system-x86_64 "${args[@]}" "${extra[@]}" </dev/null || s=$?
 if [ "$s" = 124 ] || [ "$s" = 137 ]; then

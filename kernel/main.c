@@ -7,9 +7,12 @@
  *   vnetlab boot=<pvh|efi> accel=<kvm|tcg|hw|unknown> kvm_mode=<native|emulated|none>
  *           tsc_khz=N tsc_cal=<method>
  *           tsc_cal_us=N tsc_err_ppm=N mem_mib=N cpu="..." cmdline="..."
- *   pci BB:DD.F VVVV:DDDD class=CCCCCC        (one per function)
  *   mmio 0xBASE+0xSIZE irq=N from=<cmdline|acpi>  (one per virtio-mmio window)
  *   vnetlab ready boot_us=N pci=<ecam|ports> pci_functions=N mmio_devices=N
+ *   pci BB:DD.F VVVV:DDDD class=CCCCCC        (one per function)
+ *
+ * The pci lines follow the ready line: under KVM every console byte is an
+ * exit (docs/kvm.md), and boot_us is what the ready line says it is.
  */
 #include <stdio.h>
 #include "kernel/arch.h"
@@ -72,6 +75,7 @@ void kernel_main(struct boot_info *bi)
 	printf("vnetlab ready boot_us=%lu pci=%s pci_functions=%d mmio_devices=%d\n",
 	       clock_tsc_to_ns(rdtsc() - boot_tsc) / 1000, pci_access_method(), pci_count(),
 	       mmiodev_count());
+	pci_print();
 	if (selftest_run())
 		kernel_exit(EXIT_OK);
 	kernel_exit(app_main());

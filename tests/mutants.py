@@ -366,6 +366,12 @@ MUTANTS = [
      "outw((uint16_t)(CFG_DATA + (off & 2)), v);",
      "outl(CFG_DATA, (inl(CFG_DATA) & ~(0xffffu << (off & 2) * 8)) | (uint32_t)v << (off & 2) * 8);",
      ["pci"]),
+    # Issue 37: every configuration read is an exit under KVM; none twice.
+    ("pci: the scan reads function 0's header type again per function", "kernel/pci.c",
+     "			if (fn) {\n				id = raw_read32(bus, dev, fn, PCI_VENDOR);",
+     "			ht = (uint8_t)(raw_read32(bus, dev, fn, PCI_HEADER_TYPE & ~3) >> 16);\n"
+     "			if (fn) {\n				id = raw_read32(bus, dev, fn, PCI_VENDOR);",
+     ["pci"]),
     ("virtio-pci: a capability in an unusable BAR kept (4.1.4.1: the first the driver can use)",
      "drivers/virtio/virtio_pci.c",
      "if (virtio_pci_map_cap(d, &c, what[type], why[type], sizeof(why[type]))) {",

@@ -193,6 +193,20 @@ def figures(a, b, between):
     return out
 
 
+def row_columns(fig):
+    """A row's CPU columns from interval()'s figures: host_cpu_pct and,
+    per watched process, <name>_cpu_pct, <name>_cpus, <name>_threads."""
+    if not fig:
+        return {}
+    row = dict(cpu_interval_s=fig["interval_s"], host_cpus=fig["ncpu"], host_cpu_pct=fig["host_cpu_pct"],
+               host_cpu_per_cpu=fig["host_cpu_per_cpu"])
+    for who, pinfo in fig["procs"].items():
+        row[f"{who}_cpu_pct"] = pinfo["pct"]
+        row[f"{who}_cpus"] = placement_str(pinfo["cpus"])
+        row[f"{who}_threads"] = pinfo["threads"]
+    return row
+
+
 def placement_str(cpus):
     """{'0': 0.25, '1': 0.75} -> '0:25%,1:75%' (for CSV and tables)."""
     return ",".join(f"{c}:{round(100 * v)}%" for c, v in cpus.items() if v >= 0.005)

@@ -161,6 +161,11 @@ class Vnetlab:
             k.update({"app": "pkt", "pkt.mode": test[4:], "pkt.seconds": self.m.run_timeout, "pkt.idle": 2,
                       "pkt.burst": p["burst"]})
             return k
+        if test == "pkt_rr":
+            # One frame at a time to the host's reflector (hostgen.py).
+            k.update({"app": "pkt", "pkt.mode": "rr", "pkt.size": p["size"], "pkt.seconds": p["seconds"],
+                      "pkt.warmup": int(self.m.warmup)})
+            return k
         if test == "pkt_txonly":
             # Full speed into the host's sink for the run's seconds.
             k.update({"app": "pkt", "pkt.mode": "txonly", "pkt.size": p["size"], "pkt.burst": p["burst"],

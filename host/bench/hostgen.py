@@ -51,6 +51,8 @@ import tempfile
 import time
 
 import backends
+import cpu
+import kvmstats
 import procs
 from procs import BenchError, Proc
 
@@ -451,7 +453,40 @@ def _reference(run, m, backend, row, tps):
 
 
 def _guest(run, m, guest, backend, row, tps, extra):
+    """The guest's run with the host's CPU (QEMU, the testpmd generator or
+    sink as `peer`: on vhost-user it is also the backend) and, under KVM,
+    the exit counters sampled over it; both read over the guest's own
+    measured interval (runs.guest_window), as runs.execute() does."""
     import runs
+
+    sampler, exits = cpu.Sampler(), []
+    try:
+        sampler.start()
+        boot, obj = _guest_run(run, m, guest, backend, row, tps, extra, sampler, exits)
+    finally:
+        for s in exits:
+            s.stop()
+        sampler.stop()
+    t_res = next((t for t, stream, l in boot.proc.lines if stream == "out" and l.startswith("RESULT {")), None)
+    window = runs.guest_window(obj, t_res)
+    if window is None:
+        return
+    row["cpu_window"] = "guest"
+    if exits and exits[0].samples:
+        row.update(kvmstats.row_columns(kvmstats.interval(exits[0].samples, *window), obj))
+    fig = sampler.interval(*window)
+    row.update(cpu.row_columns(fig))
+    if fig and row.get("pps") and row.get("host_cpu_pct"):
+        row["pps_per_cpu"] = round(row["pps"] / (row["host_cpu_pct"] / 100.0), 1)
+
+
+def _guest_run(run, m, guest, backend, row, tps, extra, sampler, exits):
+    """The measurement itself: (the boot, its RESULT); sampler watches the
+    processes as they appear, a KVM exit sampler goes into exits."""
+    import runs
+
+    if run.test == "pkt_rr":
+        return _rr(run, m, guest, backend, row, tps, extra, sampler, exits)
 
     p = run.params
     gen_kind = p.get("generator", "python")
@@ -464,6 +499,7 @@ def _guest(run, m, guest, backend, row, tps, extra):
         # the guest is ready.
         tp = generator(backend, "flowgen" if pvp else "txonly" if rxonly else "rxonly", p["size"]).start()
         tps.append(tp)
+        sampler.watch("peer", runs._pid_of(tp.proc, "dpdk-testpmd"))
         if not (rxonly or pvp):
             tp.send("start")
     elif pvp:
@@ -471,6 +507,10 @@ def _guest(run, m, guest, backend, row, tps, extra):
     boot, cmdline = guest.start(run, backend, m.run_timeout)
     extra.append(boot)
     row["cmdline"] = cmdline
+    sampler.watch("qemu", boot.qemu_pid)
+    if getattr(boot, "qmp", None):
+        exits.append(kvmstats.Sampler(boot.qmp))
+        exits[0].start()
     # Ready: app=pkt's "pkt: ..." line, the Linux guest's XDP program
     # attached ("listening l2") or its pktgen starting.
     item = boot.proc.wait_line(lambda l: l.startswith(("pkt: ", "ERROR {", "vnetlab-linux listening l2 ",
@@ -546,6 +586,54 @@ def _guest(run, m, guest, backend, row, tps, extra):
         row["unaccounted"] = (obj.get("frames") or 0) - (s.get("RX-packets") or 0) - missed - (drops or 0)
         # The same on tap: the packet socket's own drops are not reported.
         row["closes"] = row["unaccounted"] >= 0 if backend.name == "tap" else row["unaccounted"] == 0
+    return boot, obj
+
+
+def _boot_pkt(run, m, guest, backend, row, extra, sampler, exits):
+    """The appliance's app=pkt boot, watched, up to its ready line."""
+    boot, cmdline = guest.start(run, backend, m.run_timeout)
+    extra.append(boot)
+    row["cmdline"] = cmdline
+    sampler.watch("qemu", boot.qemu_pid)
+    if getattr(boot, "qmp", None):
+        exits.append(kvmstats.Sampler(boot.qmp))
+        exits[0].start()
+    item = boot.proc.wait_line(lambda l: l.startswith(("pkt: ", "ERROR {")), 90)
+    if not item or item[2].startswith("ERROR"):
+        raise BenchError(f"guest not ready; console tail:\n{boot.proc.tail()}")
+    return boot
+
+
+def _rr(run, m, guest, backend, row, tps, extra, sampler, exits):
+    """pkt_rr: the appliance's round trips against a polling reflector --
+    testpmd macswap on the guest's vhost-user socket (two busy threads:
+    the guest's vCPU and testpmd's forwarding lcore), or on tap
+    host/xdp/macswap.c's XDP_TX (no host process at all)."""
+    import runs
+    import xdprefl
+
+    if guest.name != "vnetlab":
+        raise BenchError("pkt_rr: the appliance's app=pkt only")
+    if backend.name == "vhost-user":
+        need_testpmd()
+        tp = generator(backend, "macswap", None).start()
+        tps.append(tp)
+        sampler.watch("peer", runs._pid_of(tp.proc, "dpdk-testpmd"))
+        tp.send("start")
+        row["generator"] = "testpmd-macswap"
+    else:
+        xdprefl.attach(backend.wrap, backends.TAP)
+        row["generator"] = "xdp-macswap"
+    boot = _boot_pkt(run, m, guest, backend, row, extra, sampler, exits)
+    obj = runs.final_result(boot, row, m.run_timeout + 15)
+    for k, v in obj.items():
+        row[("guest_" + k) if k in runs.RESULT_META else k] = v
+    h = runs.hist_of(boot.proc.text("out"))
+    if h:
+        row["lat_hist"] = h.get("buckets")
+    if not obj.get("transactions"):
+        raise BenchError(f"pkt_rr: no frame came back from the reflector ({obj.get('lost')} lost)")
+    return boot, obj
 
 
 def reference_table(rows, columns):

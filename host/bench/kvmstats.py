@@ -183,19 +183,33 @@ def interval(samples, t_begin, t_end):
     return out
 
 
+def unit(test):
+    """What a test's counters are divided by: txn (an RR transaction, a
+    pkt_rr round trip included), frame (the other packet tests: a frame
+    sent, received or forwarded) or mb (10^6 payload bytes)."""
+    if test.endswith("_rr"):
+        return "txn"
+    return "frame" if test.startswith("pkt_") else "mb"
+
+
 def row_columns(delta, result):
-    """Row columns: kvm_<counter>_per_txn for RR, kvm_<counter>_per_mb for
-    STREAM (per 10^6 payload bytes), for the counters in COUNTERS."""
+    """Row columns: kvm_<counter>_per_txn for RR, kvm_<counter>_per_frame
+    for packet tests, kvm_<counter>_per_mb for STREAM (per 10^6 payload
+    bytes), for the counters in COUNTERS."""
     cols = {}
     txn = result.get("transactions") or 0
+    frames = result.get("frames") or 0
     mb = (result.get("bytes") or 0) / 1e6
+    u = unit(result.get("test", ""))
     for name in COUNTERS:
         if name not in delta:
             continue
         cols[f"kvm_{name}"] = round(delta[name])
-        if result.get("test", "").endswith("_rr") and txn:
+        if u == "txn" and txn:
             cols[f"kvm_{name}_per_txn"] = round(delta[name] / txn, 4)
-        elif mb:
+        elif u == "frame" and frames:
+            cols[f"kvm_{name}_per_frame"] = round(delta[name] / frames, 5)
+        elif u == "mb" and mb:
             cols[f"kvm_{name}_per_mb"] = round(delta[name] / mb, 3)
     return cols
 

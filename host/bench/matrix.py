@@ -39,6 +39,9 @@ TESTS = {
     "pkt_rxonly": dict(kind="pkt", row="size", metric="pps", up=True),
     # testpmd flowgen into app=pkt macswap, counting what comes back: the PVP loop (hostgen.py)
     "pkt_macswap": dict(kind="pkt", row="size", metric="pps", up=True),
+    # app=pkt rr: one frame at a time to a host reflector and back, timed by the guest (hostgen.py:
+    # testpmd macswap on vhost-user, host/xdp/macswap.c's XDP_TX on tap); rows = frame size
+    "pkt_rr": dict(kind="pkt", row="size", metric="lat_p50_ns", up=False),
     # app=pkt against tests/tools/pktpeer.py: the NDR/PDR search (ndr.py); rows = frame size
     "ndr": dict(kind="ndr", row="size", metric="ndr_pps", up=True),
 }

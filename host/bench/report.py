@@ -37,6 +37,7 @@ import idle
 import loadlat
 import ndr
 import hostgen
+import kvmstats
 import stats
 from matrix import TESTS
 
@@ -58,7 +59,7 @@ CSV_FIRST = (
 # KVM's exit counters per transaction / per MB (host/bench/kvmstats.py),
 # only in rows that ran under KVM.
 KVM_SHOWN = ("exits", "insn_emulation", "irq_injections", "halt_exits")
-KVM_KEYS = tuple(f"kvm_{n}_per_{u}" for n in KVM_SHOWN for u in ("txn", "mb"))
+KVM_KEYS = tuple(f"kvm_{n}_per_{u}" for n in KVM_SHOWN for u in ("txn", "frame", "mb"))
 
 METRIC_LABEL = {
     "tps": "transactions/s",
@@ -237,6 +238,14 @@ def fmt_num(v, metric=None):
     if abs(v) >= 10:
         return f"{v:,.1f}"
     return f"{v:,.2f}"
+
+
+def fmt_rate(v):
+    """A count per unit: fmt_num, but three significant digits below 1
+    (0.023 exits per frame is not 0.02, and 0.0004 is not 0.00)."""
+    if v is not None and 0 < abs(v) < 1:
+        return f"{v:.3g}"
+    return fmt_num(v)
 
 
 def fmt_change(pct, sig, ci=None):
@@ -425,14 +434,16 @@ def markdown(records, cols, baseline, meta, plots=()):
                                    lambda r: f"{fmt_num(r['kicks_per_txn'])} / {fmt_num(r.get('reclaims_per_txn'))}")
             unit = {"rr": "transaction", "stream": "message (one write of msg bytes)", "ping": "ping (whole boot)",
                     "memcached": "memcached command", "pkt": "frame", "ndr": "frame"}[info["kind"]]
+        if test == "pkt_rr":
+            unit = "round trip (one frame each way)"
             L += _table(f"driver: kicks / TX reclaim calls per {unit} (medians)", row_name, row_values, gcols, drv_cell)
 
-        kvm_unit = "txn" if info["kind"] == "rr" else "mb"
+        kvm_unit = kvmstats.unit(test)
         if any(r.get(f"kvm_exits_per_{kvm_unit}") is not None for r in recs):
 
             kvm_cell = record_cell(f"kvm_exits_per_{kvm_unit}",
-                                   lambda r: " / ".join(fmt_num(r.get(f"kvm_{n}_per_{kvm_unit}")) for n in KVM_SHOWN))
-            per = "transaction" if kvm_unit == "txn" else "MB (10^6 payload bytes)"
+                                   lambda r: " / ".join(fmt_rate(r.get(f"kvm_{n}_per_{kvm_unit}")) for n in KVM_SHOWN))
+            per = {"txn": "transaction", "frame": "frame"}.get(kvm_unit, "MB (10^6 payload bytes)")
             L += _table(f"KVM: exits / instruction emulations / interrupt injections / halt exits per {per} "
                         "(query-stats over the guest's interval; medians)", row_name, row_values, gcols, kvm_cell)
 

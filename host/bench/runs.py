@@ -254,7 +254,7 @@ def execute(run, m, guest, logdir):
 
         return loadlat.execute_run(run, m, guest, logdir, execute)
     row = base_row(run, m)
-    if run.test in ("pkt_rxonly", "pkt_macswap") or run.guest == "reference" or (
+    if run.test in ("pkt_rxonly", "pkt_macswap", "pkt_rr") or run.guest == "reference" or (
             run.test == "pkt_txonly" and run.params.get("generator") == "testpmd"):
         import hostgen  # hostgen imports this module
 
@@ -398,14 +398,7 @@ def execute(run, m, guest, logdir):
         sampler.stop()
         fig = sampler.interval(*window)
         if fig:
-            row.update(cpu_interval_s=fig["interval_s"], host_cpus=fig["ncpu"], host_cpu_pct=fig["host_cpu_pct"],
-                       host_cpu_per_cpu=fig["host_cpu_per_cpu"])
-            for who in ("qemu", "backend", "peer", "server"):
-                pinfo = fig["procs"].get(who)
-                if pinfo:
-                    row[f"{who}_cpu_pct"] = pinfo["pct"]
-                    row[f"{who}_cpus"] = cpu.placement_str(pinfo["cpus"])
-                    row[f"{who}_threads"] = pinfo["threads"]
+            row.update(cpu.row_columns(fig))
             h = row.get("host_cpu_pct")
             if h:
                 if row.get("tps") is not None and TESTS[run.test]["kind"] != "stream":

@@ -29,7 +29,14 @@ def test_pvh_pc(t):
     g = t.boot(machine="pc")
     g.expect_ok()
     check_banner(g, "pvh")
-    g.expect(r"^vnetlab ready boot_us=\d+ pci=ports ")
+    ready = g.expect(r"^vnetlab ready boot_us=\d+ pci=ports pci_functions=(\d+) ")
+    # The pci lines follow the ready line (each console byte before it is
+    # an exit under KVM), one per function the ready line counts.
+    text = [l for _, l in g.lines]
+    at = next(i for i, l in enumerate(text) if l.startswith("vnetlab ready "))
+    pci = [i for i, l in enumerate(text) if l.startswith("pci ")]
+    if len(pci) != int(ready.group(1)) or not pci or min(pci) < at:
+        raise Fail(f"expected {ready.group(1)} pci lines after the ready line (line {at}), saw them at {pci}")
 
 
 def test_pvh_q35(t):

@@ -1083,6 +1083,9 @@ def test_harness_kvm_exit_counters_from_qmp(t):
         cols = kvmstats.row_columns(delta, {"test": "tcp_stream", "bytes": 2_000_000})
         if not approx(cols["kvm_insn_emulation_per_mb"], round(delta["insn_emulation"] / 2, 3)):
             raise Fail(f"STREAM rows get per-MB columns: {cols}")
+        cols = kvmstats.row_columns(delta, {"test": "pkt_txonly", "frames": 50000, "bytes": 3_200_000})
+        if not approx(cols["kvm_exits_per_frame"], round(delta["exits"] / 50000, 5)) or "kvm_exits_per_mb" in cols:
+            raise Fail(f"packet rows get per-frame columns: {cols}")
         # Under TCG query-stats is empty: no samples, so no columns at all.
         path2 = os.path.join(d, "tcg.sock")
         srv = FakeQmp(path2, empty=True)
@@ -1103,3 +1106,12 @@ def test_harness_kvm_exit_counters_from_qmp(t):
         md = open(os.path.join(d, "report.md")).read()
         if "KVM: exits / instruction emulations" not in md or "1.04 / 1.02 / 0.00 / 0.00" not in md:
             raise Fail(f"report.md lacks the KVM exits table:\n{md[-1200:]}")
+    rows = [dict(run=i, rep=i, column="base", guest="vnetlab", variant="base", test="pkt_txonly", backend="tap",
+                 accel="kvm", size=64, seconds=5, status="ok", pps=150000.0 + i, kvm_exits_per_frame=0.023,
+                 kvm_insn_emulation_per_frame=0.022, kvm_irq_injections_per_frame=0.0,
+                 kvm_halt_exits_per_frame=0.0) for i in range(3)]
+    with tempfile.TemporaryDirectory() as d:
+        report.write_all(d, rows, ["base"], "base", {"started": "synthetic", "host_ncpu": 2})
+        md = open(os.path.join(d, "report.md")).read()
+        if "halt exits per frame" not in md or "0.023 / 0.022 / 0.00 / 0.00" not in md:
+            raise Fail(f"report.md lacks the per-frame KVM exits table of a packet test:\n{md[-1200:]}")

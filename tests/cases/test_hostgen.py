@@ -188,6 +188,11 @@ def test_hostgen_harness_runs(t):
                            f"testpmd got back {r['gen_back']}")
             if r["test"] == "pkt_rxonly" and r.get("seq_frames") != 0:
                 raise Fail(f"{what}: testpmd's frames carry no sequence number, seq_frames {r.get('seq_frames')}")
+        if r["column"] != "reference" and not (r.get("qemu_cpu_pct") is not None and r.get("peer_cpu_pct")
+                                                and r.get("qemu_cpus") and r.get("peer_cpus")):
+            raise Fail(f"{what}: the host CPU of QEMU and of testpmd (peer) over the guest's interval is missing: "
+                       f"qemu {r.get('qemu_cpu_pct')} on {r.get('qemu_cpus')}, peer {r.get('peer_cpu_pct')} on "
+                       f"{r.get('peer_cpus')}")
     # On tap the way back into testpmd's packet socket has no drop count:
     # what the guest sent back is at least what testpmd got, never less.
     for r in rows:
@@ -196,6 +201,38 @@ def test_hostgen_harness_runs(t):
                 raise Fail(f"tap PVP: guest forwarded {r['frames']}, testpmd got back {r['gen_back']}")
     if "Against the backend's no-guest reference" not in report or "| pkt_rxonly | vhost-user | 64 | default |" not in report:
         raise Fail("report.md has no reference table")
+
+
+def test_hostgen_pkt_rr_harness(t):
+    """pkt_rr through vnetbench (TCG, 2 s after a 1 s warm-up): on tap
+    against the XDP_TX reflector, on vhost-user against testpmd macswap;
+    round trips counted, none lost, latency quantiles in order and the
+    HIST kept; on vhost-user no kick at all (testpmd polls: NO_NOTIFY) and
+    testpmd's CPU as the peer."""
+    if os.geteuid() != 0:
+        raise Skip("needs root for the harness's network namespace")
+    import shutil
+
+    if not shutil.which("dpdk-testpmd"):
+        raise Skip("needs dpdk-testpmd (Debian package dpdk-dev)")
+    rows, report = _vnetbench(["--tests", "pkt_rr", "--backends", "tap,vhost-user", "--pkt-sizes", "64",
+                               "--variants", "default", "--seconds", "2", "--warmup", "1", "--repetitions", "1",
+                               "--accel", "tcg"])
+    if len(rows) != 2 or any(r["status"] != "ok" for r in rows):
+        raise Fail(f"expected 2 ok rows: {[(r['backend'], r['status'], r.get('error')) for r in rows]}")
+    for r in rows:
+        what = f"pkt_rr on {r['backend']}"
+        want = "xdp-macswap" if r["backend"] == "tap" else "testpmd-macswap"
+        if r.get("generator") != want or not r.get("transactions") or r.get("lost") != 0:
+            raise Fail(f"{what}: reflector {r.get('generator')} (expected {want}), {r.get('transactions')} round "
+                       f"trips, {r.get('lost')} lost")
+        if not 0 < r["lat_p50_ns"] <= r["lat_p99_ns"] <= r["lat_max_ns"] or not r.get("lat_hist"):
+            raise Fail(f"{what}: latencies out of order or no histogram: {r}")
+        if r["backend"] == "vhost-user" and (r.get("kicks_per_txn") != 0 or not r.get("peer_cpu_pct")):
+            raise Fail(f"{what}: expected no kicks and testpmd's CPU, got {r.get('kicks_per_txn')} kicks per round "
+                       f"trip and peer CPU {r.get('peer_cpu_pct')}")
+    if "## pkt_rr" not in report or "latency p50" not in report:
+        raise Fail(f"report.md has no pkt_rr section with latencies:\n{report[:1500]}")
 
 
 def test_hostgen_python_rxonly_counts_exactly(t):

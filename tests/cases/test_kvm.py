@@ -40,6 +40,42 @@ def test_kvm_refused_with_the_reason_where_absent(t):
         raise Fail(f"auto without KVM must boot TCG with kvm_mode=none: {g.banner()}")
 
 
+def test_kvm_cpu_probe_is_quiet(t):
+    """qemu-run.sh's CPU probe: a QEMU that aborts on -cpu host (this
+    machine kind's "failed to set MSR 0x10a", then SIGABRT) must leave
+    nothing on the terminal but the one qemu-run line, which names the model
+    taken and why. QEMU here is a wrapper that does exactly that for -cpu
+    host and runs the real one otherwise; its own probe cache (TMPDIR)."""
+    kvm_or_skip()
+    import shutil
+    import tempfile
+    real = shutil.which("qemu-system-x86_64")
+    with tempfile.TemporaryDirectory() as d:
+        fake = os.path.join(d, "qemu-system-x86_64")
+        with open(fake, "w") as f:
+            f.write("#!/bin/bash\n"
+                    'case " $* " in *" -cpu host "*)\n'
+                    '  echo "qemu-system-x86_64: error: failed to set MSR 0x10a to 0x2000000e1" >&2\n'
+                    '  echo "qemu-system-x86_64: ../../target/i386/kvm/kvm.c:3212: kvm_buf_set_msrs: '
+                    "Assertion ret == cpu->kvm_msr_buf->nmsrs failed.\" >&2\n"
+                    "  kill -ABRT $$ ;;\n"
+                    "esac\n"
+                    f'exec {real} "$@"\n')
+        os.chmod(fake, 0o755)
+        env = dict(os.environ, PATH=f"{d}:{os.environ['PATH']}", TMPDIR=d)
+        r = subprocess.run([QEMU_RUN, "--accel", "kvm", "--append", "app=none", "--timeout", "30"],
+                           capture_output=True, text=True, timeout=180, env=env)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    said = [ln for ln in lines if ln.startswith("qemu-run: accel=kvm")]
+    if r.returncode != 0 or len(lines) != 1 or len(said) != 1:
+        raise Fail(f"expected status 0 and exactly one qemu-run line on stderr, got status {r.returncode} "
+                   f"and {len(lines)} lines:\n{r.stderr[-800:]}")
+    m = re.search(r" cpu=(\S+) .*\(cpu: (.*)\)$", said[0])
+    if not m or m.group(1) != "host,-arch-capabilities" or "MSR 0x10a" not in m.group(2):
+        raise Fail(f"expected cpu=host,-arch-capabilities with the refused MSR as the reason: {said[0]}")
+    print(f"    {said[0]}")
+
+
 def kvm_boot(append, r=None):
     """Boot append under --accel kvm (or parse the finished boot r): r, the
     banner's kvm_mode and tsc_cal, and boot_us."""
