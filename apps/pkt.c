@@ -49,12 +49,12 @@
 #include "kernel/prof.h"
 #include "net/net.h"
 
-#define PKT_BURST_MAX 256
-#define PKT_SLOT_SIZE 2048
-#define PKT_HEADROOM  64 /* >= vnet_tx_headroom */
-#define PKT_DRAIN_NS  100000000ull
-#define PKT_JOIN_NS   5000000000ull /* an AP's loop ends at most this long after pkt.seconds */
-#define PKT_RR_LOST_NS 100000000ull /* rr: a frame not back by then is lost; the next one goes */
+#define PKT_BURST_MAX  256
+#define PKT_SLOT_SIZE  2048
+#define PKT_HEADROOM   64 /* >= vnet_tx_headroom */
+#define PKT_DRAIN_NS   100000000ull
+#define PKT_JOIN_NS    5000000000ull /* an AP's loop ends at most this long after pkt.seconds */
+#define PKT_RR_LOST_NS 100000000ull  /* rr: a frame not back by then is lost; the next one goes */
 
 static const char *const pkt_modes[] = {"txonly", "rxonly", "macswap", "reflect", "rr", NULL};
 
@@ -101,8 +101,8 @@ struct pkt_q {
 	uint64_t rr_seq, rr_sent, rr_lost, rr_late;
 	uint64_t rr_warm_end; /* clock_ns() the warm-up ends at; 0: measuring */
 	struct hist *rr_hist;
-	struct result_snap a, b;           /* the driver counters around the run */
-	int drain_rc;                      /* vnet_drain(): -1 timed out */
+	struct result_snap a, b; /* the driver counters around the run */
+	int drain_rc;            /* vnet_drain(): -1 timed out */
 };
 
 static struct pkt_q pq[VNET_MQ_MAX];

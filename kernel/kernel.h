@@ -185,7 +185,7 @@ struct pci_dev {
 	uint32_t class_rev; /* class << 8 | revision */
 };
 void pci_init(void);
-void pci_print(void); /* one "pci ..." line per function found */
+void pci_print(void);                /* one "pci ..." line per function found */
 const char *pci_access_method(void); /* "ecam" or "ports" */
 int pci_count(void);
 const struct pci_dev *pci_get(int i);

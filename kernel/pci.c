@@ -120,8 +120,8 @@ static void probe(uint8_t bus, uint8_t dev, uint8_t fn, uint32_t id)
 void pci_print(void)
 {
 	for (int i = 0; i < ndevs; i++)
-		printf("pci %02x:%02x.%x %04x:%04x class=%06x\n", devs[i].bus, devs[i].dev, devs[i].fn,
-		       devs[i].vendor, devs[i].device, devs[i].class_rev >> 8);
+		printf("pci %02x:%02x.%x %04x:%04x class=%06x\n", devs[i].bus, devs[i].dev,
+		       devs[i].fn, devs[i].vendor, devs[i].device, devs[i].class_rev >> 8);
 }
 
 static uint8_t bus_seen[256 / 8];
@@ -152,7 +152,8 @@ static void scan_bus(uint8_t bus)
 				id = raw_read32(bus, dev, fn, PCI_VENDOR);
 				if ((id & 0xffff) == 0xffff)
 					continue;
-				ht = (uint8_t)(raw_read32(bus, dev, fn, PCI_HEADER_TYPE & ~3) >> 16);
+				ht =
+				    (uint8_t)(raw_read32(bus, dev, fn, PCI_HEADER_TYPE & ~3) >> 16);
 			}
 			probe(bus, dev, fn, id);
 			if ((ht & 0x7f) != 1)
