@@ -504,19 +504,10 @@ def _guest_run(run, m, guest, backend, row, tps, extra, sampler, exits):
             tp.send("start")
     elif pvp:
         raise BenchError("pkt_macswap needs pkt.generator=testpmd (the Python peer's PVP loop is tests = ndr)")
-    boot, cmdline = guest.start(run, backend, m.run_timeout)
-    extra.append(boot)
-    row["cmdline"] = cmdline
-    sampler.watch("qemu", boot.qemu_pid)
-    if getattr(boot, "qmp", None):
-        exits.append(kvmstats.Sampler(boot.qmp))
-        exits[0].start()
     # Ready: app=pkt's "pkt: ..." line, the Linux guest's XDP program
     # attached ("listening l2") or its pktgen starting.
-    item = boot.proc.wait_line(lambda l: l.startswith(("pkt: ", "ERROR {", "vnetlab-linux listening l2 ",
-                                                       "vnetlab-linux pktgen start")), 90)
-    if not item or item[2].startswith("ERROR"):
-        raise BenchError(f"guest not ready; console tail:\n{boot.proc.tail()}")
+    boot = _boot_pkt(run, m, guest, backend, row, extra, sampler, exits,
+                     ("pkt: ", "vnetlab-linux listening l2 ", "vnetlab-linux pktgen start"))
     d0 = tap_dropped(backend) if backend.name == "tap" else 0
     if (rxonly or pvp) and gen_kind == "testpmd":
         tp.send("start")
@@ -589,8 +580,9 @@ def _guest_run(run, m, guest, backend, row, tps, extra, sampler, exits):
     return boot, obj
 
 
-def _boot_pkt(run, m, guest, backend, row, extra, sampler, exits):
-    """The appliance's app=pkt boot, watched, up to its ready line."""
+def _boot_pkt(run, m, guest, backend, row, extra, sampler, exits, ready=("pkt: ",)):
+    """The guest's boot, watched (CPU, KVM exits), up to a line starting
+    with one of `ready` (app=pkt's "pkt: ..." by default)."""
     boot, cmdline = guest.start(run, backend, m.run_timeout)
     extra.append(boot)
     row["cmdline"] = cmdline
@@ -598,7 +590,7 @@ def _boot_pkt(run, m, guest, backend, row, extra, sampler, exits):
     if getattr(boot, "qmp", None):
         exits.append(kvmstats.Sampler(boot.qmp))
         exits[0].start()
-    item = boot.proc.wait_line(lambda l: l.startswith(("pkt: ", "ERROR {")), 90)
+    item = boot.proc.wait_line(lambda l: l.startswith((*ready, "ERROR {")), 90)
     if not item or item[2].startswith("ERROR"):
         raise BenchError(f"guest not ready; console tail:\n{boot.proc.tail()}")
     return boot
