@@ -366,7 +366,8 @@ def rfc2544_table(rows, columns):
         out += [f"### RFC 2544 throughput ({backend}; mode {sel[0].get('mode')}, trial {sel[0].get('trial')} s, "
                 f"PDR <= {sel[0].get('pdr')} % loss)", "",
                 "NDR / PDR per frame size (RFC 2544 sizes, the FCS included; Gbit/s of those frame bytes): "
-                "Mpps, Gbit/s; median of the repetitions, n = repetitions, trials = search steps of one run; "
+                "Mpps, Gbit/s; median of the repetitions, n = repetitions (then the lowest-highest NDR and PDR), "
+                "trials = search steps of one run; "
                 "generator-limited: the host peer could not offer that rate in time, the figure is a floor", ""]
         cols = [c for c in columns if any(r["column"] == c for r in sel)]
         out.append("| frame size | " + " | ".join(cols) + " |")
@@ -384,9 +385,15 @@ def rfc2544_table(rows, columns):
                     v = sorted(r[k] for r in rs)
                     return v[len(v) // 2]
 
+                # The spread of the repetitions: a median alone hides a
+                # run that found half the rate.
+                spread = "" if len(rs) < 2 else (
+                    f", NDR {min(r['ndr_pps'] for r in rs) / 1e6:.4f}-{max(r['ndr_pps'] for r in rs) / 1e6:.4f}"
+                    f" PDR {min(r['pdr_pps'] for r in rs) / 1e6:.4f}-{max(r['pdr_pps'] for r in rs) / 1e6:.4f}"
+                    " Mpps")
                 cells.append(f"NDR {med('ndr_pps') / 1e6:.4f} Mpps {med('ndr_mbps') / 1e3:.4f} Gbit/s, "
                              f"PDR {med('pdr_pps') / 1e6:.4f} Mpps {med('pdr_mbps') / 1e3:.4f} Gbit/s "
-                             f"(n={len(rs)}, trials {rs[0]['ndr_trials']}"
+                             f"(n={len(rs)}{spread}, trials {rs[0]['ndr_trials']}"
                              f"{'' if all(r['ndr_check']['closes'] for r in rs) else ', counts do not close'}"
                              f"{', generator-limited' if any(r.get('ndr_generator_limited') for r in rs) else ''})")
             out.append(f"| {z} | " + " | ".join(cells) + " |")

@@ -81,6 +81,12 @@ def test_ndr_report_table_and_matrix(t):
             raise Fail(f"RFC 2544 table lacks {want!r}:\n{text}")
     if text.index("| 64 |") > text.index("| 1518 |") or text.index("| 1518 |") > text.index("| imix |"):
         raise Fail(f"rows not in frame-size order:\n{text}")
+    # Repetitions: the median and the spread (lowest-highest), n.
+    reps = [dict(rows[0], ndr_pps=p, pdr_pps=p + 50, ndr_mbps=p * 512 / 1e6, pdr_mbps=(p + 50) * 512 / 1e6)
+            for p in (15000, 16000, 9000)]
+    text = "\n".join(ndr.rfc2544_table(reps, ["base"]))
+    if "| 64 | NDR 0.0150 Mpps" not in text or "(n=3, NDR 0.0090-0.0160 PDR 0.0091-0.0160 Mpps" not in text:
+        raise Fail(f"three repetitions: expected the median 0.0150 and the spread 0.0090-0.0160:\n{text}")
     import guests
 
     settings, defs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "ndr.txt"))
