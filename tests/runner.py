@@ -39,6 +39,16 @@ def discover():
     return [(f"{m}.{n}", f) for m, _, n, f in tests]
 
 
+def print_times(took, total, most=15):
+    """Where the run's time went: the slowest tests and the total (the
+    last line stays the pass/fail count)."""
+    if len(took) < 2:
+        return
+    print(f"time: {total:.0f} s in all, {len(took)} tests; the {min(most, len(took))} slowest:")
+    for sec, name in sorted(took, reverse=True)[:most]:
+        print(f"  {sec:7.1f} s  {100 * sec / total if total else 0:4.1f} %  {name}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-k", default="", help="run only tests whose name contains this")
@@ -57,6 +67,8 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
 
     passed = failed = skipped = 0
+    took = []  # (seconds, name): the time table at the end
+    t_all = time.monotonic()
     for name, fn in discover():
         if a.k and a.k not in name:
             continue
@@ -85,6 +97,8 @@ def main():
             traceback.print_exc()
         finally:
             t.close()
+            took.append((time.monotonic() - t0, name))
+    print_times(took, time.monotonic() - t_all)
     tail = f", {skipped} skipped" if skipped else ""
     print(f"{passed} passed, {failed} failed{tail}")
     return 1 if failed or passed == 0 else 0
