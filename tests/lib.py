@@ -384,6 +384,16 @@ def wait_listening(ns, proto, port, timeout=10):
     raise Fail(f"host peer not listening on {proto} port {port} within {timeout} s")
 
 
+def pkt_guest(t, ns, args, seconds=60, kernel=None, packed=False, extra=()):
+    """An app=pkt boot on the namespace's tap, up to its ready line;
+    returns (guest, its MAC)."""
+    g = t.start(append=f"app=pkt backend=tap pkt.seconds={seconds} {args}", net=f"tap:{ns.tap}", ns=ns,
+                timeout=seconds + 60, kernel=kernel, packed=packed, extra=extra)
+    mac = g.wait_line(r"^virtio-net: mac=(\S+) ", timeout=60).group(1)
+    g.wait_line(r"^pkt: mode=\S+ .* ready$", timeout=30)
+    return g, mac
+
+
 def echo_guest(t, ns, kernel=None, seconds=300, args="", extra=(), machine="pc", packed=False, accel=None):
     """The appliance's echo service (TCP/UDP port 7) on the namespace's tap."""
     g = t.start(append=f"app=echo ip={NS_GUEST_IP}/{NS_PREFIX} backend=tap echo.seconds={seconds} {args}",

@@ -48,11 +48,10 @@ from procs import BenchError
 
 GENERATOR_SLACK = 0.95  # a trial offering less than this share of its rate is the generator's limit
 
-PKTPEER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests",
-                       "tools", "pktpeer.py")
+_TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PKTPEER = os.path.join(_TOP, "tests", "tools", "pktpeer.py")
 # ndr.generator = pacegen: the paced C generator (host/pktgen/pacegen.c, make host-tools)
-PACEGEN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build", "host",
-                       "pacegen")
+PACEGEN = os.path.join(_TOP, "build", "host", "pacegen")
 
 
 def passes(trial, loss_pct):

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 
-from lib import BUILD, TOP, Fail, json_line
+from lib import BUILD, TOP, Fail, json_line, pkt_guest
 
 PACEGEN = os.path.join(BUILD, "host", "pacegen")
 PEER = [sys.executable, os.path.join(TOP, "tests", "tools", "pktpeer.py")]
@@ -126,10 +126,7 @@ def test_pacegen_frames_reflected_by_the_appliance(t):
     need_pacegen()
     rate, n = 5000, 5000
     with t.netns() as ns:
-        g = t.start(append="app=pkt backend=tap pkt.mode=reflect pkt.seconds=60 pkt.idle=4", net=f"tap:{ns.tap}",
-                    ns=ns, timeout=120)
-        mac = g.wait_line(r"^virtio-net: mac=(\S+) ", timeout=60).group(1)
-        g.wait_line(r"^pkt: mode=\S+ .* ready$", timeout=30)
+        g, mac = pkt_guest(t, ns, "pkt.mode=reflect pkt.idle=4")
         rx = ns.popen(PEER + ["stamps", "2", "60"], stdout=subprocess.PIPE, text=True)
         if rx.stdout.readline().strip() != "listening":
             raise Fail("pktpeer stamps did not start")
@@ -338,10 +335,7 @@ def test_pacegen_drives_an_ndr_trial(t):
     need_pacegen()
     rate, n = 100000, 100000
     with t.netns() as ns:
-        g = t.start(append="app=pkt backend=tap pkt.mode=macswap pkt.seconds=60 pkt.idle=4", net=f"tap:{ns.tap}",
-                    ns=ns, timeout=120)
-        mac = g.wait_line(r"^virtio-net: mac=(\S+) ", timeout=60).group(1)
-        g.wait_line(r"^pkt: mode=\S+ .* ready$", timeout=30)
+        g, mac = pkt_guest(t, ns, "pkt.mode=macswap pkt.idle=4")
         r = ns.run(PEER + ["swap", ns.tap, mac, str(n), str(rate), "macswap", "1", "64", "0", "1", PACEGEN],
                    timeout=120, capture_output=True, text=True)
         if r.returncode or not r.stdout.strip():

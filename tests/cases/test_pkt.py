@@ -11,18 +11,9 @@ import os
 import subprocess
 import sys
 
-from lib import TOP, Fail, json_line, linked_kernel, per_queue
+from lib import TOP, Fail, json_line, linked_kernel, per_queue, pkt_guest
 
 PEER = [sys.executable, os.path.join(TOP, "tests", "tools", "pktpeer.py")]
-
-
-def pkt_guest(t, ns, args, seconds=60, kernel=None, packed=False):
-    """An app=pkt boot on the namespace's tap; returns (guest, its MAC)."""
-    g = t.start(append=f"app=pkt backend=tap pkt.seconds={seconds} {args}", net=f"tap:{ns.tap}", ns=ns,
-                timeout=seconds + 60, kernel=kernel, packed=packed)
-    mac = g.wait_line(r"^virtio-net: mac=(\S+) ", timeout=60).group(1)
-    g.wait_line(r"^pkt: mode=\S+ .* ready$", timeout=30)
-    return g, mac
 
 
 def peer(ns, args, timeout=120):
@@ -350,11 +341,9 @@ def hold_run(t, kernel=None, packed=False, label="default"):
 
     qmp = kvmstats.socket_path(tempfile.mkdtemp(prefix="vnetlab-hold-"))
     with t.netns() as ns:
-        g = t.start(append="app=pkt backend=tap pkt.mode=rxonly pkt.hold=1500 pkt.idle=3 pkt.seconds=60",
-                    net=f"tap:{ns.tap}", ns=ns, timeout=120, kernel=kernel, packed=packed,
-                    extra=["-qmp", f"unix:{qmp},server=on,wait=off"])
-        mac = g.wait_line(r"^virtio-net: mac=(\S+) ", timeout=60).group(1)
-        ring = int(g.wait_line(r"^pkt: mode=\S+ .* rxq=(\d+) .*ready$", timeout=30).group(1))
+        g, mac = pkt_guest(t, ns, "pkt.mode=rxonly pkt.hold=1500 pkt.idle=3", kernel=kernel, packed=packed,
+                           extra=["-qmp", f"unix:{qmp},server=on,wait=off"])
+        ring = int(g.wait_line(r"^pkt: mode=\S+ .* rxq=(\d+) .*ready$", timeout=1).group(1))
         flood = peer(ns, ["send", ns.tap, mac, "3000", "0"])
         during = kvmstats.virtio_queues(qmp)
         hold = json.loads(g.wait_line(r"^PKT_HOLD (\{.*\})$", timeout=30).group(1))
