@@ -149,7 +149,7 @@ variant_all_objs = $(patsubst drivers/virtio/%.c,$(VARIANT_DIR)/$(1)/%.o,\
 define VARIANT_RULES
 $(VARIANT_DIR)/$(1)/%.o: drivers/virtio/%.c | $(DEPS_STAMP)
 	@mkdir -p $$(@D)
-	@$(CC) $(CFLAGS_BASE) $(call variant_flags,$(1)) -c $$< -o $$@ || \
+	@$(CC) $(CFLAGS_BASE) $$(call variant_flags,$(1)) -c $$< -o $$@ || \
 		{ echo "variants: $(1) does not build"; exit 1; }
 endef
 $(foreach v,$(VARIANT_LEGAL),$(eval $(call VARIANT_RULES,$(v))))

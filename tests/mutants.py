@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tests/mutants.py: deliberate driver bugs that the unit tests must catch.
 
-    python3 tests/mutants.py [-k SUBSTRING] [-v]
+    python3 tests/mutants.py [-k SUBSTRING] [-j N]
 
 Each mutant below is one source edit (an exact string, which must occur
 exactly once, and its replacement) and the unit-test binaries that must
@@ -13,11 +13,17 @@ no longer applies is an error too, so the list stays honest when the code
 moves). Prints one line per mutant and ends with "mutants: N caught, N
 missed"; exit status 1 if any was missed or did not apply.
 
+A mutant's build is a compile or two and a link, mostly serial, so -j N
+scratch trees (copies of the first, built) take the mutants in turn; the
+default is one per CPU, at most two (-j 1: one tree, the list's order).
+
 Grow the list with every driver bug fixed: the mutant is the bug put back.
 """
 
 import argparse
+import concurrent.futures
 import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -25,6 +31,7 @@ import tempfile
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 30
+WORKERS = min(2, os.cpu_count() or 1)
 
 # (name, file, find, replace, binaries): a binary is "virtq", "virtq_packed", "virtio_pci",
 # "virtio_mmio", "virtio_mmio_packed", "pci", "paging", a unit
@@ -558,21 +565,47 @@ def build_and_run(tree, binaries):
     return failed, detail
 
 
+def try_mutant(tree, mutant):
+    """Apply one mutant in tree, build and run its binaries, put the source
+    back; return (caught, the line to print)."""
+    name, path, find, repl, binaries = mutant
+    src = os.path.join(tree, path)
+    orig = open(src).read()
+    n = orig.count(find)
+    if n != 1:
+        return False, f"mutant NOT APPLIED {name}: expected the text once in {path}, found it {n} times"
+    open(src, "w").write(orig.replace(find, repl))
+    try:
+        failed, detail = build_and_run(tree, binaries)
+    finally:
+        open(src, "w").write(orig)
+        os.utime(src)
+    if failed is None:
+        # A mutant that does not compile proves nothing.
+        return False, f"mutant BROKEN  {name}: {detail}"
+    if failed:
+        return True, f"mutant caught  {name}: {detail}"
+    return False, f"mutant MISSED  {name}: {', '.join(binaries)} still pass"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-k", default="", help="only mutants whose name contains this")
-    ap.add_argument("-v", action="store_true")
+    ap.add_argument("-j", type=int, default=WORKERS, help=f"scratch trees at work at once (default {WORKERS})")
     a = ap.parse_args()
     mutants = [m for m in MUTANTS if a.k in m[0]]
     if not mutants:
         print(f"mutants: none match {a.k!r}")
+        return 1
+    if a.j < 1:
+        print(f"mutants: -j {a.j}: expected at least 1")
         return 1
     files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "Makefile", "mk", "drivers", "kernel", "tests/unit",
                             "net/port", "net/inst.h", "net/inst_table.c", "boot/efi/efi.mk"],
                            cwd=TOP, capture_output=True, text=True, check=True).stdout.split()
     caught = missed = 0
     with tempfile.TemporaryDirectory(prefix="vnetlab-mutants-") as tmp:
-        tree = os.path.join(tmp, "tree")
+        tree = os.path.join(tmp, "tree0")
         for f in files:
             os.makedirs(os.path.join(tree, os.path.dirname(f)), exist_ok=True)
             shutil.copy2(os.path.join(TOP, f), os.path.join(tree, f))
@@ -582,30 +615,27 @@ def main():
             print(f"mutants: the unmutated tree fails {failed}: {detail}")
             return 1
         print(f"mutants: unmutated tree passes {len(everything)} binaries")
-        for name, path, find, repl, binaries in mutants:
-            src = os.path.join(tree, path)
-            orig = open(src).read()
-            n = orig.count(find)
-            if n != 1:
-                print(f"mutant NOT APPLIED {name}: expected the text once in {path}, found it {n} times")
-                missed += 1
-                continue
-            open(src, "w").write(orig.replace(find, repl))
+        # The other trees are copies of the built one, times kept, so make
+        # rebuilds in each only what a mutant touches (O= is per tree).
+        trees = queue.Queue()
+        trees.put(tree)
+        for i in range(1, min(a.j, len(mutants))):
+            other = os.path.join(tmp, f"tree{i}")
+            subprocess.run(["cp", "-a", tree, other], check=True)
+            trees.put(other)
+
+        def work(m):
+            t = trees.get()
             try:
-                failed, detail = build_and_run(tree, binaries)
+                return try_mutant(t, m)
             finally:
-                open(src, "w").write(orig)
-                os.utime(src)
-            if failed is None:
-                # A mutant that does not compile proves nothing.
-                missed += 1
-                print(f"mutant BROKEN  {name}: {detail}")
-            elif failed:
-                caught += 1
-                print(f"mutant caught  {name}: {detail}")
-            else:
-                missed += 1
-                print(f"mutant MISSED  {name}: {', '.join(binaries)} still pass")
+                trees.put(t)
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=trees.qsize()) as pool:
+            for ok, line in pool.map(work, mutants):
+                print(line, flush=True)
+                caught += ok
+                missed += not ok
     print(f"mutants: {caught} caught, {missed} missed")
     return 1 if missed else 0
 

@@ -157,7 +157,7 @@ define UNIT_VARIANT_RULE
 $(UNIT_DIR)/$(1)/test_vnet: $(UNIT_VNET_SRCS) $(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) $(UNIT_DEPS)
 	@mkdir -p $$(@D)
 	@echo "  HOSTCC  $$@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) -DVNET_TRACE=1 $(call variant_flags,$(1)) $(UNIT_VNET_SRCS) \
+	@$(UNIT_CC) $(UNIT_CFLAGS) -DVNET_TRACE=1 $$(call variant_flags,$(1)) $(UNIT_VNET_SRCS) \
 		$(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) -o $$@
 endef
 $(foreach v,$(UNIT_VARIANTS),$(eval $(call UNIT_VARIANT_RULE,$(v))))
@@ -166,7 +166,7 @@ define UNIT_OFFLOAD_RULE
 $(UNIT_DIR)/$(1)/test_offload: $(UNIT_OFFLOAD_SRCS) $(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) $(UNIT_DEPS)
 	@mkdir -p $$(@D)
 	@echo "  HOSTCC  $$@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) $(call variant_flags,$(1)) $(UNIT_OFFLOAD_SRCS) \
+	@$(UNIT_CC) $(UNIT_CFLAGS) $$(call variant_flags,$(1)) $(UNIT_OFFLOAD_SRCS) \
 		$(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) -o $$@
 endef
 $(foreach v,$(UNIT_OFFLOAD_VARIANTS),$(eval $(call UNIT_OFFLOAD_RULE,$(v))))
@@ -175,7 +175,7 @@ define UNIT_RXC_RULE
 $(UNIT_DIR)/$(1)/test_rx_contract: $(UNIT_RXC_SRCS) $(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) $(UNIT_DEPS)
 	@mkdir -p $$(@D)
 	@echo "  HOSTCC  $$@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) $(call variant_flags,$(1)) $(UNIT_RXC_SRCS) \
+	@$(UNIT_CC) $(UNIT_CFLAGS) $$(call variant_flags,$(1)) $(UNIT_RXC_SRCS) \
 		$(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) -o $$@
 endef
 $(foreach v,$(UNIT_RXC_VARIANTS),$(eval $(call UNIT_RXC_RULE,$(v))))
