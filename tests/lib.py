@@ -62,6 +62,20 @@ def make_list(var):
     return names
 
 
+def run_all(argvs, timeout, workers=2):
+    """subprocess.run() each argv (cwd TOP, output captured), at most
+    workers at once: for checks that run many short independent commands
+    (make -n, vnetbench.py --list), each a CPU-bound process of its own, on
+    this project's two-core hosts. The results come back in argvs' order."""
+    import concurrent.futures
+
+    def one(argv):
+        return subprocess.run(argv, cwd=TOP, capture_output=True, text=True, timeout=timeout)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, argvs))
+
+
 class Fail(Exception):
     """A test expectation did not hold."""
 

@@ -12,7 +12,7 @@ import shlex
 import subprocess
 import sys
 
-from lib import TOP, Fail
+from lib import TOP, Fail, run_all
 
 DOCS = ["README.md", "ARCHITECTURE.md", "host/bench/README.md", "tests/README.md"] + sorted(
     os.path.relpath(p, TOP) for p in glob.glob(os.path.join(TOP, "docs", "**", "*.md"), recursive=True))
@@ -61,15 +61,16 @@ def test_docs_matrices_parse(t):
     mats = sorted({m for _, text in docs() for m in re.findall(r"host/bench/matrices/[\w-]+\.txt", text)})
     if not mats:
         raise Fail("no documented matrix found: the extraction is broken")
-    bad = []
+    bad, parse = [], []
     for m in mats:
         if not os.path.exists(os.path.join(TOP, m)):
             bad.append(f"{m}: no such file")
-            continue
-        if os.path.basename(m) == "pairs.txt" and os.path.exists(os.path.join(TOP, "host/bench/pairs.py")):
+        elif os.path.basename(m) == "pairs.txt" and os.path.exists(os.path.join(TOP, "host/bench/pairs.py")):
             continue  # pairs.py's own format (test_memcached checks it)
-        r = subprocess.run([sys.executable, "host/bench/vnetbench.py", "--matrix", m, "--list"], cwd=TOP,
-                           capture_output=True, text=True, timeout=120)
+        else:
+            parse.append(m)
+    runs = run_all([[sys.executable, "host/bench/vnetbench.py", "--matrix", m, "--list"] for m in parse], 120)
+    for m, r in zip(parse, runs):
         if r.returncode != 0:
             bad.append(f"{m}: {r.stderr.strip()[-300:]}")
     if bad:
@@ -78,15 +79,16 @@ def test_docs_matrices_parse(t):
 
 
 def test_docs_make_lines_accepted(t):
-    seen, bad = set(), []
+    seen, bad, lines = set(), [], []
     for d, cmd in commands():
         if not cmd.startswith("make ") or cmd in seen:
             continue
         seen.add(cmd)
-        argv = shlex.split(cmd)
-        # -n: make parses the variables (mk/variants.mk refuses unknown
-        # policy values) and plans the recipe without running it.
-        r = subprocess.run(["make", "-n", *argv[1:]], cwd=TOP, capture_output=True, text=True, timeout=120)
+        lines.append((d, cmd))
+    # -n: make parses the variables (mk/variants.mk refuses unknown
+    # policy values) and plans the recipe without running it.
+    runs = run_all([["make", "-n", *shlex.split(cmd)[1:]] for _, cmd in lines], 120)
+    for (d, cmd), r in zip(lines, runs):
         if r.returncode != 0:
             bad.append(f"{d}: `{cmd}`: {r.stderr.strip()[-200:]}")
     if len(seen) < 10:

@@ -11,10 +11,9 @@ import glob
 import os
 import re
 import shlex
-import subprocess
 import sys
 
-from lib import TOP, Fail
+from lib import TOP, Fail, run_all
 
 VNETBENCH = os.path.join(TOP, "host", "bench", "vnetbench.py")
 DOCS = ["README.md", "ARCHITECTURE.md", "host/bench/README.md", "tests/README.md"] + sorted(
@@ -55,9 +54,8 @@ def test_docs_bench_commands_parse(t):
     cmds = documented_commands()
     if len(cmds) < 5:
         raise Fail(f"expected at least 5 documented vnetbench commands, found {len(cmds)}: {cmds}")
-    for where, args in cmds:
-        r = subprocess.run([sys.executable, VNETBENCH, *args, "--list"], cwd=TOP, capture_output=True, text=True,
-                           timeout=120)
+    runs = run_all([[sys.executable, VNETBENCH, *args, "--list"] for _, args in cmds], 120)
+    for (where, args), r in zip(cmds, runs):
         if r.returncode or not r.stdout.strip():
             raise Fail(f"{where}: `host/bench/vnetbench.py {shlex.join(args)}` does not parse as written "
                        f"(status {r.returncode}): {(r.stderr or r.stdout).strip()[-600:]}")

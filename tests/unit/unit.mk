@@ -153,32 +153,33 @@ $(UNIT_DIR)/test_mc_unit: $(UNIT_MC_SRCS) apps/memcached.h $(UNIT_DEPS)
 	@echo "  HOSTCC  $@"
 	@$(UNIT_CC) $(UNIT_CFLAGS) $(UNIT_MC_SRCS) -o $@
 
-define UNIT_VARIANT_RULE
-$(UNIT_DIR)/$(1)/test_vnet: $(UNIT_VNET_SRCS) $(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) $(UNIT_DEPS)
-	@mkdir -p $$(@D)
-	@echo "  HOSTCC  $$@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) -DVNET_TRACE=1 $$(call variant_flags,$(1)) $(UNIT_VNET_SRCS) \
-		$(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) -o $$@
-endef
-$(foreach v,$(UNIT_VARIANTS),$(eval $(call UNIT_VARIANT_RULE,$(v))))
+# Each variant's sources are compiled one object at a time (a static
+# pattern rule per variant), so an edit rebuilds one object per variant,
+# not the whole binary (tests/mutants.py builds after every one-line edit).
+# test_vnet's objects carry VNET_TRACE (its own directory, t/); test_offload
+# and test_rx_contract share one set without it (o/).
+unit_objs = $(patsubst %.c,$(UNIT_DIR)/$(1)/$(2)/%.o,$(3))
+UNIT_PLAIN_SRCS := $(sort $(UNIT_OFFLOAD_SRCS) $(UNIT_RXC_SRCS))
 
-define UNIT_OFFLOAD_RULE
-$(UNIT_DIR)/$(1)/test_offload: $(UNIT_OFFLOAD_SRCS) $(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) $(UNIT_DEPS)
+define UNIT_OBJ_RULE
+$(call unit_objs,$(1),$(2),$(3)): $(UNIT_DIR)/$(1)/$(2)/%.o: %.c $(UNIT_DEPS)
 	@mkdir -p $$(@D)
-	@echo "  HOSTCC  $$@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) $$(call variant_flags,$(1)) $(UNIT_OFFLOAD_SRCS) \
-		$(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) -o $$@
+	@$(UNIT_CC) $(UNIT_CFLAGS) $(4) $$(call variant_flags,$(1)) -c $$< -o $$@
 endef
-$(foreach v,$(UNIT_OFFLOAD_VARIANTS),$(eval $(call UNIT_OFFLOAD_RULE,$(v))))
+$(foreach v,$(UNIT_VARIANTS),$(eval $(call UNIT_OBJ_RULE,$(v),t,$(UNIT_VNET_SRCS),-DVNET_TRACE=1)))
+$(foreach v,$(sort $(UNIT_OFFLOAD_VARIANTS) $(UNIT_RXC_VARIANTS)),\
+	$(eval $(call UNIT_OBJ_RULE,$(v),o,$(UNIT_PLAIN_SRCS),)))
 
-define UNIT_RXC_RULE
-$(UNIT_DIR)/$(1)/test_rx_contract: $(UNIT_RXC_SRCS) $(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) $(UNIT_DEPS)
-	@mkdir -p $$(@D)
+# One binary: the kind's objects of this variant, the shared ones and the
+# variant's ring file.
+define UNIT_LINK_RULE
+$(UNIT_DIR)/$(1)/$(2): $(call unit_objs,$(1),$(3),$(4)) $(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1))
 	@echo "  HOSTCC  $$@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) $$(call variant_flags,$(1)) $(UNIT_RXC_SRCS) \
-		$(UNIT_SHARED_OBJS) $(call unit_ring_obj,$(1)) -o $$@
+	@$(UNIT_CC) $(UNIT_CFLAGS) $$^ -o $$@
 endef
-$(foreach v,$(UNIT_RXC_VARIANTS),$(eval $(call UNIT_RXC_RULE,$(v))))
+$(foreach v,$(UNIT_VARIANTS),$(eval $(call UNIT_LINK_RULE,$(v),test_vnet,t,$(UNIT_VNET_SRCS))))
+$(foreach v,$(UNIT_OFFLOAD_VARIANTS),$(eval $(call UNIT_LINK_RULE,$(v),test_offload,o,$(UNIT_OFFLOAD_SRCS))))
+$(foreach v,$(UNIT_RXC_VARIANTS),$(eval $(call UNIT_LINK_RULE,$(v),test_rx_contract,o,$(UNIT_RXC_SRCS))))
 
 .PHONY: unit
 # net/inst_table.c (what the copies of the TCP/IP side share) with three
