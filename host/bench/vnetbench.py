@@ -51,14 +51,17 @@ def _ensure_matplotlib():
     """Debian's python3-matplotlib lives in /usr/bin/python3's path; a
     python3 earlier in PATH (pyenv, venv) may not see it: re-run under the
     system interpreter, which has it."""
-    try:
-        import matplotlib  # noqa: F401  (only: is it there?)
+    import importlib.util
+
+    # find_spec, not an import: importing matplotlib costs 0.5-4 s on these
+    # hosts, and only a run that plots needs it (plots is imported there).
+    if importlib.util.find_spec("matplotlib") is not None:
         return
-    except ImportError:
-        pass
     sysp = "/usr/bin/python3"
     if os.path.realpath(sys.executable) != os.path.realpath(sysp) and os.path.exists(sysp) and not os.environ.get("VNETBENCH_REEXEC"):
-        r = subprocess.run([sysp, "-c", "import matplotlib"], capture_output=True, timeout=60)
+        r = subprocess.run([sysp, "-c", "import importlib.util, sys; "
+                            "sys.exit(importlib.util.find_spec('matplotlib') is None)"],
+                           capture_output=True, timeout=60)
         if r.returncode == 0:
             os.environ["VNETBENCH_REEXEC"] = "1"
             os.execv(sysp, [sysp, os.path.abspath(__file__)] + sys.argv[1:])
@@ -80,7 +83,6 @@ import guests  # noqa: E402
 import matrix as matrix_mod  # noqa: E402
 import pairs  # noqa: E402
 import peers  # noqa: E402
-import plots  # noqa: E402
 import procs  # noqa: E402
 import report  # noqa: E402
 import runs  # noqa: E402
@@ -361,6 +363,8 @@ def write_results(out, rows, columns, baseline, meta):
             for r in rows if r["status"] == "ok"
         ]
         records, cols = report.summarise(rows, columns, baseline)
+        import plots  # here, not at the top: matplotlib.pyplot takes 0.6-1.7 s to import
+
         files = plots.plot_all(records, cols, out) + plots.plot_scaling(rows, out) + plots.plot_loadlat(rows, columns, out)
         report.write_all(out, rows, columns, baseline, meta, files)
         section = pairs.report_section(rows)
