@@ -86,6 +86,7 @@ struct pkt_q {
 
 	uint64_t frames, bytes; /* sent (txonly), received (rxonly), forwarded */
 	uint64_t rx_other, fwd_unsent, tx_full, markers;
+	uint64_t rss_misses; /* mq=N with RSS: frames on a queue RSS did not name */
 	struct pkt_seq seq;
 	struct { /* the counts at the last trial marker (PKT_TRIAL lines are deltas) */
 		uint64_t seq_frames, seq_gaps, seq_reorder, frames, rx_other;
@@ -396,6 +397,12 @@ static bool pkt_rx_one(struct pkt_q *q, struct vnet_rx *r, uint64_t now)
 		vnet_rx_release_frame(q->vn, r);
 		return false;
 	}
+	if (pk.mq > 1) { /* the device put a TCP/UDP frame where RSS says? */
+		int want = vnet_rss_frame_queue(f, r->buf[0].len);
+
+		if (want >= 0 && (unsigned)want != q->qp)
+			q->rss_misses++;
+	}
 	if (pk.mode == PKT_RXONLY && !pkt_udp4_ihl(f, r->buf[0].len)) {
 		/* Not test traffic (every generator sends UDP/IPv4): a host's
 		 * IGMP report or ARP is counted apart and starts no clock, so
@@ -571,6 +578,8 @@ static void pkt_result(const struct pkt_q *q, const struct result_snap *a,
 	result_u64("seq_gaps", q->seq.gaps);
 	result_u64("seq_reorder", q->seq.reorder);
 	result_u64("rx_other", q->rx_other);
+	if (pk.mq > 1)
+		result_u64("rss_misses", q->rss_misses);
 	result_u64("fwd_unsent", q->fwd_unsent);
 	result_u64("markers", q->markers);
 	result_u64("tx_full", q->tx_full);
@@ -668,6 +677,7 @@ static void pkt_total(void)
 		t.frames += q->frames;
 		t.bytes += q->bytes;
 		t.rx_other += q->rx_other;
+		t.rss_misses += q->rss_misses;
 		t.fwd_unsent += q->fwd_unsent;
 		t.tx_full += q->tx_full;
 		t.markers += q->markers;
@@ -720,8 +730,11 @@ int pkt_main(void)
 		if (smp_run(k, pkt_run_ap, &pq[k]))
 			kernel_error("pkt", "cannot start queue %u's loop on cpu %u", k, k);
 	pkt_run(&pq[0]);
+	/* Queue 0 may end early (a receive mode's pkt.idle) while a queue that
+	 * got no frame runs to pkt.seconds: the bound counts from there. */
+	uint64_t join_end = pq[0].t_start + pk.seconds_ns + PKT_JOIN_NS;
 	for (unsigned k = 1; k < pk.mq; k++)
-		if (smp_join(k, PKT_JOIN_NS, NULL))
+		if (smp_join(k, join_end > clock_ns() ? join_end - clock_ns() : 1, NULL))
 			kernel_error("pkt",
 			             "queue %u's loop on cpu %u did not end within %llu s of "
 			             "pkt.seconds",
