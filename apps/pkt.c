@@ -33,6 +33,8 @@
  *       frames' IPv4 addresses (10.77.0.2, 10.77.0.1), pkt.dmac= (broadcast),
  *       pkt.port= UDP destination port (9), pkt.warmup=S rr: round trips
  *       for S seconds first, not measured (0), backend=LABEL,
+ *       pkt.rss_cost=N mq>1 with RSS: time N hashes of the RSS check by
+ *       look-up and bit by bit before the run (PKT_RSS_COST line),
  *       pkt.hold=MS rxonly, a test's fault: from the first numbered frame
  *       keep every received buffer for MS milliseconds, then release them
  *       all (PKT_HOLD line): the device runs out of RX room on purpose and
@@ -64,7 +66,7 @@ static struct {
 	enum pkt_mode mode;
 	const char *size_str;
 	uint32_t size; /* 0: imix */
-	uint64_t rate, count, seconds_ns, idle_ns, warmup_ns, hold_ns;
+	uint64_t rate, count, seconds_ns, idle_ns, warmup_ns, hold_ns, rss_cost;
 	unsigned flows, burst, mq;
 	struct pkt_addrs addrs;
 } pk;
@@ -170,6 +172,7 @@ void pkt_configure(void)
 	pk.count = cmdline_u64("pkt.count", 0, 0, (uint64_t)1 << 48);
 	pk.idle_ns = cmdline_u64("pkt.idle", 0, 0, 86400) * 1000000000ull;
 	pk.hold_ns = cmdline_u64("pkt.hold", 0, 0, 60000) * 1000000ull;
+	pk.rss_cost = cmdline_u64("pkt.rss_cost", 0, 0, 10000000);
 	pk.warmup_ns = cmdline_u64("pkt.warmup", 0, 0, 3600) * 1000000000ull;
 	pkt_parse_ip("pkt.src", "10.77.0.2", pk.addrs.src);
 	pkt_parse_ip("pkt.dst", "10.77.0.1", pk.addrs.dst);
@@ -700,6 +703,45 @@ static void pkt_total(void)
 	pkt_result(&t, &a, &b, -1);
 }
 
+/* pkt.rss_cost=N (mq > 1 with RSS): before the run, time N hashes of the
+ * receive path's RSS check by table look-up and N bit by bit (the check
+ * before issue 39), each over the same varied 12-byte inputs, on this CPU:
+ * PKT_RSS_COST with ns per hash for each (tests/tools/rsscost.py). */
+static void pkt_rss_cost(void)
+{
+	uint8_t in[VNET_RSS_INPUT_LEN] = {10, 77, 0, 1, 10, 77, 0, 2, 0x9c, 0x40, 0, 9};
+	uint32_t sink = 0, differ = 0;
+	uint64_t t0, t1, t2;
+
+	if (!pk.rss_cost || !vnet_rss())
+		return;
+	t0 = clock_ns();
+	for (uint64_t i = 0; i < pk.rss_cost; i++) {
+		in[9] = (uint8_t)i;
+		in[8] = (uint8_t)(i >> 8);
+		sink ^= vnet_rss_hash(in);
+	}
+	t1 = clock_ns();
+	for (uint64_t i = 0; i < pk.rss_cost; i++) {
+		in[9] = (uint8_t)i;
+		in[8] = (uint8_t)(i >> 8);
+		sink ^= vnet_rss_hash_bitwise(in);
+	}
+	t2 = clock_ns();
+	for (unsigned i = 0; i < 256; i++) {
+		in[9] = (uint8_t)i;
+		differ += vnet_rss_hash(in) != vnet_rss_hash_bitwise(in);
+	}
+	printf("PKT_RSS_COST {\"hashes\":%lu,\"lut_ns\":%lu.%03lu,\"bitwise_ns\":%lu.%03lu,"
+	       "\"differ\":%u,\"sink\":%u}\n",
+	       (unsigned long)pk.rss_cost, (unsigned long)((t1 - t0) / pk.rss_cost),
+	       (unsigned long)((t1 - t0) * 1000 / pk.rss_cost % 1000),
+	       (unsigned long)((t2 - t1) / pk.rss_cost),
+	       (unsigned long)((t2 - t1) * 1000 / pk.rss_cost % 1000), differ, sink);
+	if (differ)
+		kernel_error("pkt", "the RSS look-up hash differs from the bitwise one on %u inputs", differ);
+}
+
 int pkt_main(void)
 {
 	struct vnet *vn = net_open_mq(pk.mq);
@@ -720,6 +762,7 @@ int pkt_main(void)
 		hist_reset(&rr_hist);
 		pq[0].rr_hist = &rr_hist;
 	}
+	pkt_rss_cost();
 	printf("pkt: mode=%s size=%s rate=%lu flows=%u burst=%u seconds=%lu count=%lu "
 	       "txq=%u rxq=%u%s ready\n",
 	       pkt_modes[pk.mode], pk.size_str, pk.rate, pk.flows, pk.burst,

@@ -91,6 +91,11 @@ uint32_t vnet_rss_hash(const uint8_t in[VNET_RSS_INPUT_LEN])
 	return h;
 }
 
+uint32_t vnet_rss_hash_bitwise(const uint8_t in[VNET_RSS_INPUT_LEN])
+{
+	return vnet_toeplitz(rss_key, sizeof(rss_key), in, VNET_RSS_INPUT_LEN);
+}
+
 uint64_t vnet_rss_feature(unsigned pairs)
 {
 	return pairs > 1 ? VIRTIO_BIT(VIRTIO_NET_F_RSS) : 0;
