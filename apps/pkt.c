@@ -739,7 +739,9 @@ static void pkt_rss_cost(void)
 	       (unsigned long)((t2 - t1) / pk.rss_cost),
 	       (unsigned long)((t2 - t1) * 1000 / pk.rss_cost % 1000), differ, sink);
 	if (differ)
-		kernel_error("pkt", "the RSS look-up hash differs from the bitwise one on %u inputs", differ);
+		kernel_error("pkt",
+		             "the RSS look-up hash differs from the bitwise one on %u inputs",
+		             differ);
 }
 
 int pkt_main(void)

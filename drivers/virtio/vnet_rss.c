@@ -72,7 +72,8 @@ static void rss_lut_build(void)
 		rss.lut[i][0] = 0;
 		for (unsigned b = 0; b < 8; b++) {
 			in[i] = (uint8_t)(1u << b);
-			rss.lut[i][1u << b] = vnet_toeplitz(rss_key, sizeof(rss_key), in, sizeof(in));
+			rss.lut[i][1u << b] =
+			    vnet_toeplitz(rss_key, sizeof(rss_key), in, sizeof(in));
 		}
 		for (unsigned v = 3; v < 256; v++) {
 			unsigned low = v & (0u - v);

@@ -463,7 +463,8 @@ static void test_rss_lookup(void)
 				in[k] = (uint8_t)(x >> 16);
 			}
 			in[(v + r) % VNET_RSS_INPUT_LEN] = (uint8_t)v;
-			same += vnet_rss_hash(in) == vnet_toeplitz(ms_key, sizeof(ms_key), in, sizeof(in));
+			same += vnet_rss_hash(in) ==
+			        vnet_toeplitz(ms_key, sizeof(ms_key), in, sizeof(in));
 		}
 	CHECK_EQ(tries, same, "look-up hash = bitwise hash on 1024 inputs");
 	for (size_t i = 0; i < sizeof(ms_vectors) / sizeof(ms_vectors[0]); i++) {
@@ -481,7 +482,8 @@ static void test_rss_lookup(void)
 		CHECK_EQ(-1, vnet_rss_frame_queue(f, rss_frame(f, i, 17, 5, 0x0010)),
 		         "a later fragment: no queue");
 		n = rss_frame(f, i, 6, 5, 0);
-		CHECK_EQ(-1, vnet_rss_frame_queue(f, 14 + 20 + 3), "too short for the ports: no queue");
+		CHECK_EQ(-1, vnet_rss_frame_queue(f, 14 + 20 + 3),
+		         "too short for the ports: no queue");
 		f[13] = 0x06;
 		CHECK_EQ(-1, vnet_rss_frame_queue(f, n), "ARP: no queue");
 	}
