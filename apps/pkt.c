@@ -33,6 +33,8 @@
  *       frames' IPv4 addresses (10.77.0.2, 10.77.0.1), pkt.dmac= (broadcast),
  *       pkt.port= UDP destination port (9), pkt.warmup=S rr: round trips
  *       for S seconds first, not measured (0), backend=LABEL,
+ *       pkt.rss_cost=N mq>1 with RSS: time N hashes of the RSS check by
+ *       look-up and bit by bit before the run (PKT_RSS_COST line),
  *       pkt.hold=MS rxonly, a test's fault: from the first numbered frame
  *       keep every received buffer for MS milliseconds, then release them
  *       all (PKT_HOLD line): the device runs out of RX room on purpose and
@@ -64,7 +66,7 @@ static struct {
 	enum pkt_mode mode;
 	const char *size_str;
 	uint32_t size; /* 0: imix */
-	uint64_t rate, count, seconds_ns, idle_ns, warmup_ns, hold_ns;
+	uint64_t rate, count, seconds_ns, idle_ns, warmup_ns, hold_ns, rss_cost;
 	unsigned flows, burst, mq;
 	struct pkt_addrs addrs;
 } pk;
@@ -86,6 +88,7 @@ struct pkt_q {
 
 	uint64_t frames, bytes; /* sent (txonly), received (rxonly), forwarded */
 	uint64_t rx_other, fwd_unsent, tx_full, markers;
+	uint64_t rss_misses; /* mq=N with RSS: frames on a queue RSS did not name */
 	struct pkt_seq seq;
 	struct { /* the counts at the last trial marker (PKT_TRIAL lines are deltas) */
 		uint64_t seq_frames, seq_gaps, seq_reorder, frames, rx_other;
@@ -169,6 +172,7 @@ void pkt_configure(void)
 	pk.count = cmdline_u64("pkt.count", 0, 0, (uint64_t)1 << 48);
 	pk.idle_ns = cmdline_u64("pkt.idle", 0, 0, 86400) * 1000000000ull;
 	pk.hold_ns = cmdline_u64("pkt.hold", 0, 0, 60000) * 1000000ull;
+	pk.rss_cost = cmdline_u64("pkt.rss_cost", 0, 0, 10000000);
 	pk.warmup_ns = cmdline_u64("pkt.warmup", 0, 0, 3600) * 1000000000ull;
 	pkt_parse_ip("pkt.src", "10.77.0.2", pk.addrs.src);
 	pkt_parse_ip("pkt.dst", "10.77.0.1", pk.addrs.dst);
@@ -396,6 +400,12 @@ static bool pkt_rx_one(struct pkt_q *q, struct vnet_rx *r, uint64_t now)
 		vnet_rx_release_frame(q->vn, r);
 		return false;
 	}
+	if (pk.mq > 1) { /* the device put a TCP/UDP frame where RSS says? */
+		int want = vnet_rss_frame_queue(f, r->buf[0].len);
+
+		if (want >= 0 && (unsigned)want != q->qp)
+			q->rss_misses++;
+	}
 	if (pk.mode == PKT_RXONLY && !pkt_udp4_ihl(f, r->buf[0].len)) {
 		/* Not test traffic (every generator sends UDP/IPv4): a host's
 		 * IGMP report or ARP is counted apart and starts no clock, so
@@ -571,6 +581,8 @@ static void pkt_result(const struct pkt_q *q, const struct result_snap *a,
 	result_u64("seq_gaps", q->seq.gaps);
 	result_u64("seq_reorder", q->seq.reorder);
 	result_u64("rx_other", q->rx_other);
+	if (pk.mq > 1)
+		result_u64("rss_misses", q->rss_misses);
 	result_u64("fwd_unsent", q->fwd_unsent);
 	result_u64("markers", q->markers);
 	result_u64("tx_full", q->tx_full);
@@ -668,6 +680,7 @@ static void pkt_total(void)
 		t.frames += q->frames;
 		t.bytes += q->bytes;
 		t.rx_other += q->rx_other;
+		t.rss_misses += q->rss_misses;
 		t.fwd_unsent += q->fwd_unsent;
 		t.tx_full += q->tx_full;
 		t.markers += q->markers;
@@ -690,6 +703,47 @@ static void pkt_total(void)
 	pkt_result(&t, &a, &b, -1);
 }
 
+/* pkt.rss_cost=N (mq > 1 with RSS): before the run, time N hashes of the
+ * receive path's RSS check by table look-up and N bit by bit (the check
+ * before issue 39), each over the same varied 12-byte inputs, on this CPU:
+ * PKT_RSS_COST with ns per hash for each (tests/tools/rsscost.py). */
+static void pkt_rss_cost(void)
+{
+	uint8_t in[VNET_RSS_INPUT_LEN] = {10, 77, 0, 1, 10, 77, 0, 2, 0x9c, 0x40, 0, 9};
+	uint32_t sink = 0, differ = 0;
+	uint64_t t0, t1, t2;
+
+	if (!pk.rss_cost || !vnet_rss())
+		return;
+	t0 = clock_ns();
+	for (uint64_t i = 0; i < pk.rss_cost; i++) {
+		in[9] = (uint8_t)i;
+		in[8] = (uint8_t)(i >> 8);
+		sink ^= vnet_rss_hash(in);
+	}
+	t1 = clock_ns();
+	for (uint64_t i = 0; i < pk.rss_cost; i++) {
+		in[9] = (uint8_t)i;
+		in[8] = (uint8_t)(i >> 8);
+		sink ^= vnet_rss_hash_bitwise(in);
+	}
+	t2 = clock_ns();
+	for (unsigned i = 0; i < 256; i++) {
+		in[9] = (uint8_t)i;
+		differ += vnet_rss_hash(in) != vnet_rss_hash_bitwise(in);
+	}
+	printf("PKT_RSS_COST {\"hashes\":%lu,\"lut_ns\":%lu.%03lu,\"bitwise_ns\":%lu.%03lu,"
+	       "\"differ\":%u,\"sink\":%u}\n",
+	       (unsigned long)pk.rss_cost, (unsigned long)((t1 - t0) / pk.rss_cost),
+	       (unsigned long)((t1 - t0) * 1000 / pk.rss_cost % 1000),
+	       (unsigned long)((t2 - t1) / pk.rss_cost),
+	       (unsigned long)((t2 - t1) * 1000 / pk.rss_cost % 1000), differ, sink);
+	if (differ)
+		kernel_error("pkt",
+		             "the RSS look-up hash differs from the bitwise one on %u inputs",
+		             differ);
+}
+
 int pkt_main(void)
 {
 	struct vnet *vn = net_open_mq(pk.mq);
@@ -710,6 +764,7 @@ int pkt_main(void)
 		hist_reset(&rr_hist);
 		pq[0].rr_hist = &rr_hist;
 	}
+	pkt_rss_cost();
 	printf("pkt: mode=%s size=%s rate=%lu flows=%u burst=%u seconds=%lu count=%lu "
 	       "txq=%u rxq=%u%s ready\n",
 	       pkt_modes[pk.mode], pk.size_str, pk.rate, pk.flows, pk.burst,
@@ -720,8 +775,11 @@ int pkt_main(void)
 		if (smp_run(k, pkt_run_ap, &pq[k]))
 			kernel_error("pkt", "cannot start queue %u's loop on cpu %u", k, k);
 	pkt_run(&pq[0]);
+	/* Queue 0 may end early (a receive mode's pkt.idle) while a queue that
+	 * got no frame runs to pkt.seconds: the bound counts from there. */
+	uint64_t join_end = pq[0].t_start + pk.seconds_ns + PKT_JOIN_NS;
 	for (unsigned k = 1; k < pk.mq; k++)
-		if (smp_join(k, PKT_JOIN_NS, NULL))
+		if (smp_join(k, join_end > clock_ns() ? join_end - clock_ns() : 1, NULL))
 			kernel_error("pkt",
 			             "queue %u's loop on cpu %u did not end within %llu s of "
 			             "pkt.seconds",

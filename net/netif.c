@@ -270,17 +270,8 @@ static bool too_short(const struct vnet_rx *f)
  * as any frame (a segment of a connection this copy does not own: a RST). */
 static void rss_check(const uint8_t *eth, uint32_t len)
 {
-	const uint8_t *ip = eth + ETH_HLEN;
-	unsigned ihl;
+	int q = vnet_rss_frame_queue(eth, len);
 
-	if (!vnet_rss() || len < ETH_HLEN + IP_HLEN + 4 || eth[12] != 0x08 || eth[13] != 0x00)
-		return;
-	ihl = (ip[0] & 0xfu) * 4u;
-	if ((ip[9] != 6 && ip[9] != 17) || (ip[6] & 0x3f) || ip[7] || len < ETH_HLEN + ihl + 4)
-		return;
-	uint16_t sport = (uint16_t)(ip[ihl] << 8 | ip[ihl + 1]);
-	uint16_t dport = (uint16_t)(ip[ihl + 2] << 8 | ip[ihl + 3]);
-	int q = vnet_rss_rx_queue(ip + 12, ip + 16, sport, dport);
 	if (q >= 0 && (unsigned)q != net_inst_index())
 		st.rss_misses++;
 }

@@ -473,6 +473,17 @@ MUTANTS = [
      "in[8] = (uint8_t)(sport >> 8);\n\tin[9] = (uint8_t)sport;\n\tin[10] = (uint8_t)(dport >> 8);\n\tin[11] = (uint8_t)dport;",
      "in[8] = (uint8_t)(dport >> 8);\n\tin[9] = (uint8_t)dport;\n\tin[10] = (uint8_t)(sport >> 8);\n\tin[11] = (uint8_t)sport;",
      [POLL]),
+    # Issue 39: the receivers' check hashes by a look-up table built from
+    # the key at bring-up (test_rss_lookup against the bitwise hash and
+    # the published vectors; frames of each kind).
+    ("rss: the look-up table's one-bit entries take the byte's bits in reverse", RSS,
+     "in[i] = (uint8_t)(1u << b);", "in[i] = (uint8_t)(0x80u >> b);", [POLL]),
+    ("rss: a look-up entry leaves out its lowest set bit", RSS,
+     "rss.lut[i][v] = rss.lut[i][low] ^ rss.lut[i][v ^ low];", "rss.lut[i][v] = rss.lut[i][v ^ low];", [POLL]),
+    ("rss: a received frame's ports read 20 bytes in, whatever its IP header length", RSS,
+     "memcpy(in + 8, ip + ihl, 4);", "memcpy(in + 8, ip + 20, 4);", [POLL]),
+    ("rss: a fragment is hashed as if it carried ports", RSS,
+     "(ip[6] & 0x3f) || ip[7] || ihl < 20", "ihl < 20", [POLL]),
     # Caught as a hang (TIMEOUT): one binary only.
     ("mq: the wait for the control queue's ack is unbounded", MQ,
      "if (clock_ns() - t0 > CTRL_WAIT_NS) {", "if (clock_ns() - t0 > CTRL_WAIT_NS && 0) {",

@@ -167,12 +167,22 @@ unsigned vnet_queue_pairs(const struct vnet *vn);
 /* Receive-side scaling (VIRTIO_NET_F_RSS, vnet_rss.c): with mq > 1 on a
  * device that offers it, the driver's Toeplitz key and table decide each
  * flow's receive queue. vnet_rss_rx_queue(): the pair a TCP or UDP frame
- * from saddr:sport to daddr:dport lands on, -1 without RSS. */
-#define VNET_RSS_KEY_LEN 40
+ * from saddr:sport to daddr:dport lands on, -1 without RSS;
+ * vnet_rss_frame_queue() the same for a received Ethernet frame (its
+ * first len bytes), -1 also for one that is not TCP/UDP over unfragmented
+ * IPv4 (the receivers count a frame on another queue: rss_misses). */
+#define VNET_RSS_KEY_LEN   40
+#define VNET_RSS_INPUT_LEN 12 /* IPv4 source, destination, source and destination port */
 bool vnet_rss(void);
 int vnet_rss_rx_queue(const uint8_t saddr[4], const uint8_t daddr[4], uint16_t sport,
                       uint16_t dport);
+int vnet_rss_frame_queue(const uint8_t *eth, size_t len);
+/* The hash bit by bit from any key (the reference); with RSS on, a
+ * 12-byte input's hash under the driver's key by table look-up (what the
+ * receivers use) and bit by bit (what they used before: pkt.rss_cost). */
 uint32_t vnet_toeplitz(const uint8_t *key, size_t keylen, const uint8_t *in, size_t n);
+uint32_t vnet_rss_hash(const uint8_t in[VNET_RSS_INPUT_LEN]);
+uint32_t vnet_rss_hash_bitwise(const uint8_t in[VNET_RSS_INPUT_LEN]);
 struct vnet *vnet_queue(struct vnet *vn, unsigned qp); /* NULL past the last */
 unsigned vnet_queue_index(const struct vnet *vn);      /* this pair's: 0.. */
 const uint8_t *vnet_mac(const struct vnet *vn);

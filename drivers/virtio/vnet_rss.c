@@ -10,7 +10,10 @@
  * port whose replies hash to its own queue (net.c net_bind_local_port()).
  *
  * The table and key are written once, by pair 0 before the copies start,
- * and only read afterwards: nothing here is on the data path.
+ * and only read afterwards. On the data path the receivers check where
+ * each TCP/UDP frame landed (vnet_rss_frame_queue()): that hash is twelve
+ * look-ups in a table built from the key at bring-up, not 96 steps of
+ * the bitwise vnet_toeplitz() (issue 39; the cost in docs/multiqueue.md).
  */
 #include <stdio.h>
 #include <string.h>
@@ -35,6 +38,10 @@ static struct {
 	uint16_t len; /* table entries: a power of two */
 	uint32_t hash_types;
 	uint16_t table[RSS_TABLE_MAX];
+	/* lut[i][v]: the hash of a 12-byte input that is v at byte i and 0
+	 * elsewhere. Toeplitz is linear over XOR in the input's bits, so an
+	 * input's hash is the XOR of its bytes' entries. */
+	uint32_t lut[VNET_RSS_INPUT_LEN][256];
 } rss;
 
 /* Toeplitz: for every set bit of the input, most significant first, XOR
@@ -52,6 +59,42 @@ uint32_t vnet_toeplitz(const uint8_t *key, size_t keylen, const uint8_t *in, siz
 			win = win << 1 | (i + 4 < keylen ? (uint32_t)(key[i + 4] >> b & 1) : 0);
 		}
 	return h;
+}
+
+/* rss.lut from the key: the 96 one-bit inputs by vnet_toeplitz(), every
+ * other value as its lowest set bit's entry XOR the rest's (built in
+ * increasing order, so the rest's is there). */
+static void rss_lut_build(void)
+{
+	for (unsigned i = 0; i < VNET_RSS_INPUT_LEN; i++) {
+		uint8_t in[VNET_RSS_INPUT_LEN] = {0};
+
+		rss.lut[i][0] = 0;
+		for (unsigned b = 0; b < 8; b++) {
+			in[i] = (uint8_t)(1u << b);
+			rss.lut[i][1u << b] =
+			    vnet_toeplitz(rss_key, sizeof(rss_key), in, sizeof(in));
+		}
+		for (unsigned v = 3; v < 256; v++) {
+			unsigned low = v & (0u - v);
+			if (low != v)
+				rss.lut[i][v] = rss.lut[i][low] ^ rss.lut[i][v ^ low];
+		}
+	}
+}
+
+uint32_t vnet_rss_hash(const uint8_t in[VNET_RSS_INPUT_LEN])
+{
+	uint32_t h = 0;
+
+	for (unsigned i = 0; i < VNET_RSS_INPUT_LEN; i++)
+		h ^= rss.lut[i][in[i]];
+	return h;
+}
+
+uint32_t vnet_rss_hash_bitwise(const uint8_t in[VNET_RSS_INPUT_LEN])
+{
+	return vnet_toeplitz(rss_key, sizeof(rss_key), in, VNET_RSS_INPUT_LEN);
 }
 
 uint64_t vnet_rss_feature(unsigned pairs)
@@ -88,6 +131,7 @@ void vnet_rss_check(struct vnet *vn)
 		rss.table[i] = (uint16_t)(i % vn->pairs);
 	rss.hash_types = types & RSS_HASH_TYPES;
 	rss.pairs = vn->pairs;
+	rss_lut_build();
 	rss.on = true;
 }
 
@@ -124,7 +168,7 @@ bool vnet_rss(void)
 int vnet_rss_rx_queue(const uint8_t saddr[4], const uint8_t daddr[4], uint16_t sport,
                       uint16_t dport)
 {
-	uint8_t in[12];
+	uint8_t in[VNET_RSS_INPUT_LEN];
 
 	if (!rss.on)
 		return -1;
@@ -134,5 +178,25 @@ int vnet_rss_rx_queue(const uint8_t saddr[4], const uint8_t daddr[4], uint16_t s
 	in[9] = (uint8_t)sport;
 	in[10] = (uint8_t)(dport >> 8);
 	in[11] = (uint8_t)dport;
-	return rss.table[vnet_toeplitz(rss_key, sizeof(rss_key), in, sizeof(in)) & (rss.len - 1u)];
+	return rss.table[vnet_rss_hash(in) & (rss.len - 1u)];
+}
+
+/* A received Ethernet frame (its first len bytes): a TCP or UDP segment of
+ * an unfragmented IPv4 packet hashes on addresses and ports, which sit in
+ * the frame in the order the hash takes them (5.1.6.4.3.1). */
+int vnet_rss_frame_queue(const uint8_t *eth, size_t len)
+{
+	const uint8_t *ip = eth + 14;
+	uint8_t in[VNET_RSS_INPUT_LEN];
+	unsigned ihl;
+
+	if (!rss.on || len < 14 + 20 + 4 || eth[12] != 0x08 || eth[13] != 0x00)
+		return -1;
+	ihl = (ip[0] & 0xfu) * 4u;
+	if ((ip[9] != 6 && ip[9] != 17) || (ip[6] & 0x3f) || ip[7] || ihl < 20 ||
+	    len < 14 + ihl + 4)
+		return -1;
+	memcpy(in, ip + 12, 8);
+	memcpy(in + 8, ip + ihl, 4);
+	return rss.table[vnet_rss_hash(in) & (rss.len - 1u)];
 }

@@ -176,10 +176,10 @@ class Vnetlab:
                 # (apps/pkt.c; docs/multiqueue.md).
                 k.update({"mq": q, "smp": q})
             return k
-        if run_queues(run, self.m) > 1:
-            raise BenchError(f"{test}: the harness runs the appliance with mq=N only in app=pkt (pkt_txonly); "
-                             "its rr and stream apps take mq=N (docs/multiqueue.md) but the queues axis does not "
-                             "pass it yet")
+        q = run_queues(run, self.m)
+        if q > 1 and test not in ("tcp_rr", "tcp_stream"):
+            raise BenchError(f"{test}: the harness runs the appliance with mq=N in app=pkt (pkt_txonly) and the "
+                             "rr and stream apps (tcp_rr, tcp_stream) only")
         k.update(backend.guest_keys())
         if test in ("tcp_rr", "udp_rr"):
             k.update({"app": "rr", "rr.proto": test[:3], "rr.role": self.m.rr_role})
@@ -208,6 +208,10 @@ class Vnetlab:
             # memcaslap decides the load; the server ends 2 s after it stops.
             k.update({"app": "memcached", "memcached.warmup": self.m.warmup, "memcached.idle": 2,
                       "memcached.wait": 60})
+        if q > 1:
+            # A TCP/IP copy per queue pair on its own vCPU, each with its
+            # share of the connections (docs/multiqueue.md).
+            k.update({"mq": q, "smp": q})
         return k
 
     def start(self, run, backend, timeout):
@@ -488,6 +492,10 @@ class Linux:
         # eth0 is idle for vnl.idle s, a "stop", or the run's hard limit.
         k.update({"vnl.wait": 60, "vnl.idle": 2, "vnl.seconds": run.params["seconds"] + self.m.warmup + 60})
         k["vnl.tuning"] = "+".join(self.tunings) or "stock"
+        if run_queues(run, self.m) > 1:
+            # init: ethtool -L eth0 combined N before the server starts;
+            # the kernel spreads the host's connections over the queues.
+            k["vnl.queues"] = run_queues(run, self.m)
         if self.sysctls:
             k["vnl.sysctl"] = ",".join(self.sysctls)
         if self.srvopt and kind == "rr":

@@ -61,8 +61,11 @@ SWITCHES = ("bridge", "testpmd")
 PAIR_DEFAULTS = {"seconds": "5", "rr.instances": "1", "stream.sizes": "16K", "stream.instances": "1"}
 
 # queues above 1 (the queues axis): the tests and backends that spread
-# over several queue pairs.
-QUEUE_TESTS = ("pkt_txonly",)
+# over several queue pairs. The appliance runs tcp_rr and tcp_stream with a
+# TCP/IP copy per queue (docs/multiqueue.md "One lwIP per vCPU"); its
+# memcached has one copy, so memcached spreads on the Linux guest only.
+QUEUE_TESTS = ("pkt_txonly", "tcp_rr", "tcp_stream", "memcached")
+QUEUE_TCP_TESTS = ("tcp_rr", "tcp_stream")
 QUEUE_BACKENDS = ("tap", "vhost-user")
 
 
@@ -123,7 +126,7 @@ KEYS = {
     "accel": ("auto", "accelerators, an axis like machine: auto|kvm|tcg, passed to host/qemu-run.sh --accel (kvm also takes this machine kind's kvm_pvm in native mode; the stock Linux guest runs KVM only on hardware virtualisation and TCG otherwise, named in its rows); with more than one, every column splits into COLUMN@ACCEL"),
     "cpu": ("", "QEMU CPU model of every guest (default: per accelerator, guests.CPU_MODEL: TCG qemu64, KVM host)"),
     "machine": ("pc", "machines, an axis like backends: pc, q35, microvm (no PCI: virtio-mmio found through ACPI), microvm-noacpi (microvm,acpi=off: virtio-mmio from the kernel command line, interrupts through the 8259 instead of an I/O APIC); with more than one, every column splits into COLUMN@MACHINE"),
-    "queues": ("1", "queue pairs, an axis like machine: N gives the guest N vCPUs (QEMU -smp N) and a NIC with N queue pairs (mq=on, vectors=2N+2) on a multi_queue tap with N queues (tap) or testpmd's vhost-user port with queues=N (vhost-user); the appliance gets mq=N smp=N (app=pkt only: pkt_txonly), the stock Linux guest `ethtool -L eth0 combined N` and one pktgen thread per queue; with more than one, every column splits into COLUMN@qN. Above 1: tests pkt_txonly only, backends tap and vhost-user, accel tcg where /dev/kvm is kvm_pvm (it refuses smp>1)"),
+    "queues": ("1", "queue pairs, an axis like machine: N gives the guest N vCPUs (QEMU -smp N) and a NIC with N queue pairs (mq=on, vectors=2N+2) on a multi_queue tap with N queues (tap) or testpmd's vhost-user port with queues=N (vhost-user); the appliance gets mq=N smp=N (app=pkt: a burst loop per queue; rr and stream: a TCP/IP copy per queue, each with its share of rr.instances or stream.instances), the stock Linux guest `ethtool -L eth0 combined N` (and for pkt_txonly one pktgen thread per queue); with more than one, every column splits into COLUMN@qN. Above 1: tests pkt_txonly, tcp_rr, tcp_stream, memcached (Linux guest only), backends tap and vhost-user (the appliance as TCP client: tap only, it needs RSS), instances >= queues, accel tcg where /dev/kvm is kvm_pvm (it refuses smp>1)"),
     "pin.qemu": ("", "taskset CPU list for QEMU (empty: no pinning)"),
     "pin.peer": ("", "taskset CPU list for the host peer"),
     "pin.backend": ("", "CPU list for the backend process (testpmd lcores, default 0,1)"),
@@ -497,10 +500,11 @@ class Matrix:
         bad = [t for t in self.tests if t not in QUEUE_TESTS]
         if bad:
             raise BenchError(
-                f"queues={q} with test(s) {', '.join(bad)}: the harness runs only pkt_txonly on several queue "
-                "pairs so far (the appliance's rr and stream clients and servers take mq=N, docs/multiqueue.md, but "
-                "this axis does not drive them yet; memcached uses one queue pair), and ndr's offered "
-                f"traffic is one flow, which tun puts on one queue. Use tests={','.join(QUEUE_TESTS)} or queues=1")
+                f"queues={q} with test(s) {', '.join(bad)}: the harness runs only {', '.join(QUEUE_TESTS)} on "
+                "several queue pairs so far (ndr's and pkt_rxonly's offered traffic is one flow, which tun puts on "
+                f"one queue; udp_rr and tcp_maerts are not wired up). Use tests={','.join(QUEUE_TESTS)} or queues=1")
+        if "vnetlab" in [g.split(":", 1)[0] for g in self.guests]:
+            self._check_queues_appliance(q)
         bad = [b[0] for b in self.backends if b[1] not in QUEUE_BACKENDS]
         if bad:
             raise BenchError(f"queues={q} on backend(s) {', '.join(bad)}: the harness gives several queue pairs on "
@@ -524,6 +528,33 @@ class Matrix:
                     f"queues={q} with accel {'/'.join(a for a in self.accels if a != 'tcg')}: this host's /dev/kvm is "
                     "a software KVM (kvm_pvm, no vmx/svm), where the appliance runs natively with one vCPU and "
                     f"refuses smp>1 (kernel/pvm.c): use accel=tcg for queues above 1")
+
+    def _check_queues_appliance(self, q):
+        """queues above 1 on the appliance: its TCP tests run a client (or
+        server) copy per queue, each with its share of the connections."""
+        if "memcached" in self.tests:
+            raise BenchError(f"queues={q} with memcached on the appliance: its memcached runs one TCP/IP copy "
+                             "(mq is a usage error there, docs/multiqueue.md); the Linux guest takes it "
+                             "(guests = linux)")
+        tcp = [t for t in self.tests if t in QUEUE_TCP_TESTS]
+        if not tcp:
+            return
+        if "tcp_rr" in tcp and self.rr_role == "server":
+            raise BenchError(f"queues={q} with tcp_rr and rr.role=server: one `sockperf ping-pong` is one flow, "
+                             "on one queue: use rr.role=client (a client copy per queue)")
+        need = {"tcp_rr": ("rr.instances", self.rr_instances), "tcp_stream": ("stream.instances", self.stream_instances)}
+        for t in tcp:
+            key, vals = need[t]
+            if min(vals) < q:
+                raise BenchError(f"queues={q} with {t}: {key} {min(vals)} is fewer connections than queues (each "
+                                 f"queue's copy opens its share, at least one): give {key} >= {q}")
+        clients = [t for t in tcp if (self.rr_role if t == "tcp_rr" else self.stream_role) == "client"]
+        bad = [b[0] for b in self.backends if b[1] != "tap"]
+        if clients and bad:
+            raise BenchError(f"queues={q} with {', '.join(clients)} (the appliance as client) on backend(s) "
+                             f"{', '.join(bad)}: a client copy per queue needs RSS on the NIC (the replies of the "
+                             "connections it opens must come back on its queue), which QEMU gives on tap "
+                             "(host/qemu-run.sh --queues: rss=on) but not on vhost-user")
 
     def _int(self, k, lo, hi):
         try:

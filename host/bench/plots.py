@@ -164,9 +164,11 @@ def plot_all(records, cols, outdir):
 
 
 def plot_scaling(rows, outdir):
-    """The queues axis (report.queues_groups()): per test, backend, frame
-    size and accelerator, frames/s and frames/s per host CPU against the
-    queue count, one line per column (median, min-max bars); the file names."""
+    """The queues axis (report.queues_groups()): per test, backend, row
+    parameter (frame or message size, instances) and accelerator, the
+    test's metric (frames/s, trans/s, Mbit/s) and that per host CPU against
+    the queue count, one line per column (median, min-max bars); the file
+    names."""
     figs = {}
     for (test, backend, size, col, accel), byq in sorted(report.queues_groups(rows).items()):
         key = (test, backend, size, accel)
@@ -174,8 +176,9 @@ def plot_scaling(rows, outdir):
             figs[key] = plt.subplots(1, 2, figsize=(9, 4))
         fig, (a1, a2) = figs[key]
         qs = sorted(byq)
-        for ax, metric in ((a1, "pps"), (a2, "pps_per_cpu")):
-            vals = [[r[metric] for r in byq[q] if isinstance(r.get(metric), (int, float))] for q in qs]
+        for ax, i in ((a1, 0), (a2, 1)):
+            vals = [[v for v in (report.scaling_values(r)[i] for r in byq[q]) if isinstance(v, (int, float))]
+                    for q in qs]
             xs = [q for q, v in zip(qs, vals) if v]
             vals = [v for v in vals if v]
             med = [statistics.median(v) for v in vals]
@@ -183,13 +186,14 @@ def plot_scaling(rows, outdir):
                         marker="o", capsize=3, label=col)
     files = []
     for (test, backend, size, accel), (fig, (a1, a2)) in figs.items():
-        for ax, label in ((a1, "frames/s (all queues)"), (a2, "frames/s per host CPU")):
+        _, unit = report.scaling_metric(test)
+        for ax, label in ((a1, f"{unit} (all queues)"), (a2, f"{unit} per host CPU")):
             ax.set_xlabel("queue pairs (= vCPUs)")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_ylabel(label)
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=8)
-        fig.suptitle(f"{test} {size} B scaling with queue pairs, {backend} (accel {accel})", fontsize=9)
+        fig.suptitle(f"{test} {size}{' B' if report.TESTS[test]['row'] in ('size', 'msg') else ''} scaling with queue pairs, {backend} (accel {accel})", fontsize=9)
         files.append(_save(fig, outdir, _slug("scaling", test, backend, size, accel) + ".png"))
     return files
 

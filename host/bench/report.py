@@ -480,52 +480,87 @@ def _ratio(a, b):
     return f"{a / b:.2f}" if a is not None and b else "-"
 
 
+SCALING_KINDS = ("pkt", "rr", "stream", "memcached")  # the tests the queues axis runs
+
+
+def scaling_metric(test):
+    """(row field, its label) the scaling table and plot give for a test."""
+    m = TESTS[test]["metric"]
+    return m, {"pps": "frames/s", "tps": "trans/s", "mbps": "Mbit/s"}.get(m, m)
+
+
+def scaling_values(r):
+    """A row's headline metric and that per host CPU (metric / (host CPU %
+    / 100)), each None where the row has none."""
+    m, _ = scaling_metric(r["test"])
+    v, h = r.get(m), r.get("host_cpu_pct")
+    if not isinstance(v, (int, float)):
+        return None, None
+    per = r.get("pps_per_cpu") if m == "pps" else None
+    if per is None and isinstance(h, (int, float)) and h > 0:
+        per = round(v / (h / 100.0), 1)
+    return v, per
+
+
 def queues_groups(rows):
-    """The queues axis's ok pkt rows by (test, backend, frame size, column
-    without its @qN, accelerator), then by queue count; {} when fewer than
-    two queue counts ran (nothing to compare). The scaling table and
-    plots.plot_scaling() both read it."""
-    ok = [r for r in rows if r.get("status") == "ok" and TESTS.get(r.get("test"), {}).get("kind") == "pkt"]
+    """The queues axis's ok rows (packet, rr, stream and memcached tests) by
+    (test, backend, the test's row parameter (frame size, instances,
+    message size), column without its @qN, accelerator), then by queue
+    count; {} when fewer than two queue counts ran (nothing to compare).
+    The scaling table and plots.plot_scaling() both read it."""
+    ok = [r for r in rows if r.get("status") == "ok" and
+          TESTS.get(r.get("test"), {}).get("kind") in SCALING_KINDS]
     if len({r.get("queues") or 1 for r in ok}) < 2:
         return {}
     groups = {}
     for r in ok:
         base = re.sub(r"@q\d+$", "", r["column"])
-        key = (r["test"], r["backend"], str(r.get("size")), base, str(r.get("accel")))
+        key = (r["test"], r["backend"], str(r.get(TESTS[r["test"]]["row"])), base, str(r.get("accel")))
         groups.setdefault(key, {}).setdefault(r.get("queues") or 1, []).append(r)
     return groups
 
 
+def _med_of(rs, i):
+    v = [scaling_values(r)[i] for r in rs]
+    v = [x for x in v if isinstance(x, (int, float))]
+    return statistics.median(v) if v else None
+
+
 def queues_table(rows):
     """Markdown lines: the queues axis's scaling table. Per queues_groups()
-    group, one line per queue count: frames/s, host CPU %, frames/s per host
-    CPU, and both as a ratio to the fewest queues' (q2/q1)."""
+    group, one line per queue count: the test's metric (frames/s, trans/s,
+    Mbit/s), host CPU %, that per host CPU, and both as a ratio to the
+    fewest queues' (q2/q1)."""
     groups = queues_groups(rows)
     if not groups:
         return []
     L = ["", "## Scaling with queue pairs (the queues axis)", "",
-         "Per queue count N: the guest has N vCPUs and its NIC N queue pairs (app=pkt mq=N smp=N for the "
-         "appliance; ethtool -L combined N and N pktgen threads for Linux). Medians over the repetitions; "
-         "frames/s is the guest's total over all queues; per host CPU = frames/s / (host CPU % / 100); "
-         "ratio = against the fewest queues' median; QEMU CPU % = the QEMU process alone (all its threads). Per queue = each queue's frames/s (medians). "
+         "Per queue count N: the guest has N vCPUs and its NIC N queue pairs (the appliance: mq=N smp=N, a "
+         "burst loop (app=pkt) or a TCP/IP copy (rr, stream) per queue; Linux: ethtool -L combined N, and N "
+         "pktgen threads for pkt_txonly). Medians over the repetitions; the metric is the guest's or the "
+         "peer's total over all queues; per host CPU = metric / (host CPU % / 100); "
+         "ratio = against the fewest queues' median; QEMU CPU % = the QEMU process alone (all its threads). "
+         "Per queue = each queue's metric (medians, where the guest reports it). "
          "Where N vCPUs plus QEMU's I/O thread exceed the host's CPUs the host, not the queues, is measured."]
     for (test, backend, size, col, accel), byq in sorted(groups.items()):
         qs = sorted(byq)
-        p0 = _med(byq[qs[0]], "pps")
-        c0 = _med(byq[qs[0]], "pps_per_cpu")
-        L += ["", f"### {test} {size} B: {col} ({backend}, accel {accel})", "",
-              f"| queues | n | frames/s | ratio q/q{qs[0]} | host CPU % | QEMU CPU % | frames/s per host CPU | ratio q/q{qs[0]} | per queue frames/s |",
+        metric, label = scaling_metric(test)
+        p0, c0 = _med_of(byq[qs[0]], 0), _med_of(byq[qs[0]], 1)
+        unit = " B" if TESTS[test]["row"] in ("size", "msg") else f" {TESTS[test]['row']}"
+        L += ["", f"### {test} {size}{unit}: {col} ({backend}, accel {accel})", "",
+              f"| queues | n | {label} | ratio q/q{qs[0]} | host CPU % | QEMU CPU % | {label} per host CPU | "
+              f"ratio q/q{qs[0]} | per queue {label} |",
               "|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for q in qs:
             rs = byq[q]
-            pps, per_cpu = _med(rs, "pps"), _med(rs, "pps_per_cpu")
+            val, per_cpu = _med_of(rs, 0), _med_of(rs, 1)
             perq = {}
             for r in rs:
                 for e in r.get("per_queue") or []:
-                    if isinstance(e.get("pps"), (int, float)):
-                        perq.setdefault(e.get("queue"), []).append(e["pps"])
+                    if isinstance(e.get(metric), (int, float)):
+                        perq.setdefault(e.get("queue"), []).append(e[metric])
             perq_s = " / ".join(fmt_num(statistics.median(v)) for _, v in sorted(perq.items())) or "-"
-            L.append(f"| {q} | {len(rs)} | {fmt_num(pps)} | {_ratio(pps, p0)} | {fmt_num(_med(rs, 'host_cpu_pct'))} | "
+            L.append(f"| {q} | {len(rs)} | {fmt_num(val)} | {_ratio(val, p0)} | {fmt_num(_med(rs, 'host_cpu_pct'))} | "
                      f"{fmt_num(_med(rs, 'qemu_cpu_pct'))} | {fmt_num(per_cpu)} | {_ratio(per_cpu, c0)} | {perq_s} |")
     return L
 

@@ -159,7 +159,7 @@ def exit_line(lines):
 
 
 # Per-queue keys kept in a row's per_queue list.
-PER_QUEUE_KEYS = ("queue", "frames", "pps", "mbps", "tx_frames", "tx_full", "frames_per_kick", "seconds")
+PER_QUEUE_KEYS = ("queue", "frames", "pps", "tps", "transactions", "mbps", "tx_frames", "tx_full", "frames_per_kick", "seconds")
 
 
 def mq_results(lines):

@@ -882,6 +882,20 @@ def test_harness_queues_scaling_table(t):
             raise Fail(f"scaling table: missing line {w}:\n{text}")
     if report.queues_table([r for r in rows if r["queues"] == 2]):
         raise Fail("scaling table from one queue count: expected none")
+    # A TCP test: its own metric (trans/s), per host CPU worked out from
+    # host CPU %, each queue's trans/s; grouped by its instances.
+    tcp = [{"status": "ok", "test": "tcp_rr", "backend": "tap", "instances": 4, "column": f"default@q{q}",
+            "queues": q, "accel": "tcg", "tps": tps, "host_cpu_pct": 200, "qemu_cpu_pct": 90.5,
+            "per_queue": [{"queue": k, "tps": tps / q} for k in range(q)] if q > 1 else None}
+           for q, tps in ((1, 4000), (1, 4400), (2, 6000), (2, 6400))]
+    text = "\n".join(report.queues_table(tcp))
+    want = ["### tcp_rr 4 instances: default (tap, accel tcg)",
+            "| queues | n | trans/s | ratio q/q1 | host CPU % | QEMU CPU % | trans/s per host CPU |",
+            "| 1 | 2 | 4,200 | 1.00 | 200 | 90.5 | 2,100 | 1.00 | - |",
+            "| 2 | 2 | 6,200 | 1.48 | 200 | 90.5 | 3,100 | 1.48 | 3,100 / 3,100 |"]
+    for w in want:
+        if w not in text:
+            raise Fail(f"tcp_rr scaling table: missing line {w}:\n{text}")
     # plots.plot_scaling() through the command line (matplotlib: see
     # test_harness_rereport_plots): one figure for the group, none from
     # one queue count.
@@ -900,8 +914,11 @@ def test_harness_queues_scaling_table(t):
 
 
 def test_harness_queues_axis(t):
-    """`queues = 1,2` splits every column into COLUMN@q1 and COLUMN@q2; what
-    cannot take several queue pairs (a TCP test on the appliance, slirp,
+    """`queues = 1,2` splits every column into COLUMN@q1 and COLUMN@q2, for
+    pkt_txonly, tcp_rr and tcp_stream (the appliance gets mq=2 smp=2, the
+    Linux guest vnl.queues=2); what cannot take several queue pairs (udp_rr,
+    fewer connections than queues, one sockperf ping-pong, the appliance as
+    client without RSS on vhost-user, the appliance's memcached, slirp,
     kvm_pvm) is refused with its reason; a real queues=2 cell on tap (TCG,
     1 s) boots the appliance with mq=2 smp=2 on QEMU -smp 2 and gives one
     row with queues=2 whose per_queue lists queue 0 and queue 1, adding up
@@ -911,12 +928,46 @@ def test_harness_queues_axis(t):
     cols = re.findall(r"^pkt_txonly size 64 (\S+) tap rep 1$", r.stdout, re.M)
     if r.returncode or cols != ["default@q1", "default@q2"]:
         raise Fail(f"queues axis --list: expected default@q1, default@q2, got {cols} ({r.stderr[-300:]})")
+    r = vnetbench(["--tests", "tcp_rr,tcp_stream", "--rr-instances", "2", "--stream-instances", "2",
+                   "--stream-sizes", "16K", "--queues", "1,2", "--accel", "tcg", "--repetitions", "1", "--list"],
+                  timeout=60)
+    cols = re.findall(r"^tcp_(?:rr|stream) .* (default@q\d) tap rep 1$", r.stdout, re.M)
+    if r.returncode or sorted(cols) != ["default@q1", "default@q1", "default@q2", "default@q2"]:
+        raise Fail(f"queues axis --list for tcp_rr and tcp_stream: got {cols} ({r.stdout[-300:]}{r.stderr[-300:]})")
+    expect_refusal(["--tests", "udp_rr", "--queues", "2", "--accel", "tcg"],
+                   r"queues=2 with test\(s\) udp_rr: the harness runs only pkt_txonly, tcp_rr, tcp_stream, "
+                   r"memcached on several queue pairs")
     expect_refusal(["--tests", "tcp_rr", "--queues", "2", "--accel", "tcg"],
-                   r"queues=2 with test\(s\) tcp_rr: the harness runs only pkt_txonly on several queue pairs")
-    expect_refusal(["--tests", "pkt_txonly", "--queues", "2", "--accel", "tcg", "--backends", "user"],
-                   r"queues=2 on backend\(s\) user: .* tap and vhost-user only")
+                   r"queues=2 with tcp_rr: rr.instances 1 is fewer connections than queues .* rr.instances >= 2")
+    expect_refusal(["--tests", "tcp_stream", "--stream-instances", "1", "--queues", "2", "--accel", "tcg"],
+                   r"queues=2 with tcp_stream: stream.instances 1 is fewer connections than queues")
+    expect_refusal(["--tests", "tcp_rr", "--rr-instances", "1", "--rr-role", "server", "--queues", "2",
+                    "--accel", "tcg"], r"queues=2 with tcp_rr and rr.role=server: one `sockperf ping-pong` is one flow")
+    expect_refusal(["--tests", "tcp_rr", "--rr-instances", "2", "--queues", "2", "--accel", "tcg",
+                    "--backends", "vhost-user"],
+                   r"queues=2 with tcp_rr \(the appliance as client\) on backend\(s\) vhost-user: .* needs RSS")
+    expect_refusal(["--tests", "memcached", "--queues", "2", "--accel", "tcg"],
+                   r"queues=2 with memcached on the appliance: its memcached runs one TCP/IP copy")
+    # The appliance's keys for a TCP test on two queues: mq=2 smp=2 after
+    # the app's own; the Linux guest's vnl.queues=2 for its servers.
+    import backends  # noqa: E402
+    import guests  # noqa: E402
     import matrix  # noqa: E402
 
+    m = type("M", (), dict(accel="tcg", cpu="", pin={}, rr_role="client", stream_role="client", warmup=0,
+                           machine="pc", queues=2, tunings=[]))()
+    params = {"req": 64, "resp": 64, "instances": 2, "burst": 1, "seconds": 1, "msg": 16384}
+    for test, app in (("tcp_rr", "rr"), ("tcp_stream", "stream")):
+        k = guests.Vnetlab(m, lambda s: None).keys(matrix.Run(0, "vnetlab", "default", test, "tap", params, 0,
+                                                              queues=2), backends.make("tap", "tap", {}))
+        if (k.get("app"), k.get("mq"), k.get("smp")) != (app, 2, 2):
+            raise Fail(f"{test} on two queues: appliance keys {k}: expected app={app} mq=2 smp=2")
+    k = guests.Linux(m, lambda s: None).keys(matrix.Run(0, "linux", "default", "memcached", "tap", params, 0, queues=2),
+                backends.make("tap", "tap", {}))
+    if k.get("vnl.queues") != 2 or k.get("vnl.app") != "memcached":
+        raise Fail(f"memcached on two queues: linux guest keys {k}: expected vnl.app=memcached vnl.queues=2")
+    expect_refusal(["--tests", "pkt_txonly", "--queues", "2", "--accel", "tcg", "--backends", "user"],
+                   r"queues=2 on backend\(s\) user: .* tap and vhost-user only")
     if matrix.software_kvm():
         expect_refusal(["--tests", "pkt_txonly", "--queues", "2"],
                        r"queues=2 with accel auto: this host's /dev/kvm is a software KVM .* use accel=tcg")
