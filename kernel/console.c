@@ -75,6 +75,7 @@ static void __attribute__((noreturn))
 verror(int status, const char *where, const char *fmt, va_list ap)
 {
 	char msg[256];
+	kernel_banner();
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	for (char *p = msg; *p; p++)
 		if (*p == '"' || *p == '\\')
@@ -112,6 +113,7 @@ void kernel_usage_error(const char *where, const char *fmt, ...)
 void panic(const char *fmt, ...)
 {
 	va_list ap;
+	kernel_banner();
 	printf("PANIC: ");
 	va_start(ap, fmt);
 	vprintf(fmt, ap);

@@ -182,7 +182,7 @@ void acpi_reset(void);                                         /* FADT reset reg
 struct pci_dev {
 	uint8_t bus, dev, fn;
 	uint16_t vendor, device;
-	uint32_t class_rev; /* class << 8 | revision */
+	uint32_t class_rev; /* class << 8 | revision; read by pci_print() */
 };
 void pci_init(void);
 void pci_print(void);                /* one "pci ..." line per function found */
@@ -206,6 +206,7 @@ struct mmio_dev {
 	const char *source; /* "cmdline" or "acpi" */
 };
 void mmiodev_init(void);
+void mmiodev_print(void); /* one "mmio ..." line per window, after the ready line */
 int mmiodev_count(void);
 const struct mmio_dev *mmiodev_get(int i);
 
@@ -266,6 +267,7 @@ bool selftest_run(void); /* true if a self-test ran */
 
 /* main.c */
 uint64_t kernel_boot_tsc(void);
+void kernel_banner(void); /* once: after the ready line, or before an early ERROR/PANIC */
 const char *kernel_boot_protocol(void); /* "pvh" or "efi", for result lines */
 
 /* apps/main.c: the application. app_configure() claims its command-line

@@ -4,15 +4,17 @@
  * runs a self-test or the application.
  *
  * Console format (parsed by tests/ and host/; documented in README.md):
+ *   vnetlab ready boot_us=N pci=<ecam|ports> pci_functions=N mmio_devices=N
  *   vnetlab boot=<pvh|efi> accel=<kvm|tcg|hw|unknown> kvm_mode=<native|emulated|none>
  *           tsc_khz=N tsc_cal=<method>
  *           tsc_cal_us=N tsc_err_ppm=N mem_mib=N cpu="..." cmdline="..."
  *   mmio 0xBASE+0xSIZE irq=N from=<cmdline|acpi>  (one per virtio-mmio window)
- *   vnetlab ready boot_us=N pci=<ecam|ports> pci_functions=N mmio_devices=N
  *   pci BB:DD.F VVVV:DDDD class=CCCCCC        (one per function)
  *
- * The pci lines follow the ready line: under KVM every console byte is an
- * exit (docs/kvm.md), and boot_us is what the ready line says it is.
+ * Only the ready line comes first (smp=N's lines precede it): under KVM
+ * every console byte is an exit (docs/kvm.md), and boot_us is what the
+ * ready line says it is. A boot that fails after the banner's old place
+ * prints it before its ERROR or PANIC line (kernel_banner()).
  */
 #include <stdio.h>
 #include "kernel/arch.h"
@@ -23,6 +25,7 @@
 
 static uint64_t boot_tsc;
 static const char *boot_protocol;
+static bool banner_due; /* from where it used to be printed until printed */
 
 /* Where a boot's time goes: the TSC after each step before the ready line
  * (rdtsc does not leave a native vCPU). `boot.phases=1` prints them after
@@ -59,6 +62,22 @@ uint64_t kernel_boot_tsc(void)
 const char *kernel_boot_protocol(void)
 {
 	return boot_protocol;
+}
+
+/* The banner follows the ready line (every console byte before it is a
+ * VM exit under KVM, docs/kvm.md), unless the boot fails first: then the
+ * ERROR or PANIC line comes after it, as it always did. */
+void kernel_banner(void)
+{
+	if (!banner_due)
+		return;
+	banner_due = false;
+	printf("vnetlab boot=%s accel=%s kvm_mode=%s tsc_khz=%lu tsc_cal=%s tsc_cal_us=%lu "
+	       "tsc_err_ppm=%lu "
+	       "mem_mib=%lu cpu=\"%s\" cmdline=\"%s\"\n",
+	       boot_protocol, cpu_accel(), pvm_mode(), clock_tsc_khz(), clock_method(),
+	       clock_cal_us(), clock_err_ppm(), pmm_total_bytes() >> 20, cpu_model(),
+	       cmdline_raw());
 }
 
 void kernel_main(struct boot_info *bi)
@@ -98,14 +117,8 @@ void kernel_main(struct boot_info *bi)
 	mark("heap");
 	acpi_init(bi->rsdp);
 	mark("acpi");
+	banner_due = true;
 
-	printf("vnetlab boot=%s accel=%s kvm_mode=%s tsc_khz=%lu tsc_cal=%s tsc_cal_us=%lu "
-	       "tsc_err_ppm=%lu "
-	       "mem_mib=%lu cpu=\"%s\" cmdline=\"%s\"\n",
-	       bi->protocol, cpu_accel(), pvm_mode(), clock_tsc_khz(), clock_method(),
-	       clock_cal_us(), clock_err_ppm(), pmm_total_bytes() >> 20, cpu_model(),
-	       cmdline_raw());
-	mark("banner");
 	pci_init();
 	mark("pci");
 	mmiodev_init();
@@ -126,6 +139,8 @@ void kernel_main(struct boot_info *bi)
 	printf("vnetlab ready boot_us=%lu pci=%s pci_functions=%d mmio_devices=%d\n",
 	       clock_tsc_to_ns(rdtsc() - boot_tsc) / 1000, pci_access_method(), pci_count(),
 	       mmiodev_count());
+	kernel_banner();
+	mmiodev_print();
 	pci_print();
 	if (show_phases)
 		phases_print();

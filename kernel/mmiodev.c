@@ -46,9 +46,17 @@ static void mmiodev_add(uint64_t base, uint64_t size, uint32_t irq, uint8_t flag
 	devs[ndevs++] = (struct mmio_dev){
 	    base, size, irq, flags & EXT_IRQ_EDGE, flags & EXT_IRQ_ACTIVE_LOW, source};
 	paging_map_mmio(base, size);
-	printf("mmio 0x%lx+0x%lx irq=%u %s active-%s from=%s\n", (unsigned long)base,
-	       (unsigned long)size, irq, flags & EXT_IRQ_EDGE ? "edge" : "level",
-	       flags & EXT_IRQ_ACTIVE_LOW ? "low" : "high", source);
+}
+
+/* After the ready line, like pci_print(): a console byte is a VM exit
+ * under KVM (docs/kvm.md). */
+void mmiodev_print(void)
+{
+	for (int i = 0; i < ndevs; i++)
+		printf("mmio 0x%lx+0x%lx irq=%u %s active-%s from=%s\n",
+		       (unsigned long)devs[i].base, (unsigned long)devs[i].size, devs[i].irq,
+		       devs[i].edge ? "edge" : "level", devs[i].active_low ? "low" : "high",
+		       devs[i].source);
 }
 
 /* "<size>@<base>:<irq>[:<id>]" */

@@ -153,10 +153,12 @@ class Guest:
     def _read(self, f, is_out):
         for raw in iter(f.readline, b""):
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            # SeaBIOS/OVMF clear-screen sequences end up in front of the
-            # first kernel line; drop everything before "vnetlab".
-            if is_out and "vnetlab boot=" in line:
-                line = line[line.index("vnetlab boot="):]
+            # OVMF's clear-screen sequences end up in front of the first
+            # kernel line (the ready line, or an early ERROR/PANIC or smp
+            # line); drop everything before it.
+            m = FIRST_LINE.search(line) if is_out else None
+            if m and m.start():
+                line = line[m.start():]
             if is_out:
                 self.lines.append((time.monotonic(), line))
                 self._q.put(line)
@@ -256,6 +258,9 @@ class Guest:
         """The banner's key=value fields as a dict."""
         m = self.expect(r"^vnetlab boot=")
         return dict(re.findall(r'(\w+)=("[^"]*"|\S+)', m.string))
+
+
+FIRST_LINE = re.compile(r"vnetlab (?:ready|boot=)|smp cpus?=|ERROR \{|PANIC: ")
 
 
 class Netns:

@@ -24,6 +24,7 @@ static uint32_t cf8;
 static unsigned dword_writes_cmd; /* 32-bit writes to the COMMAND/STATUS dword */
 static unsigned data_reads;       /* CONFIG_DATA reads: each an exit under KVM */
 static uint64_t ecam_on;
+static int no_ports; /* microvm: nothing answers at 0xCF8/0xCFC */
 
 static void space_write(unsigned off, unsigned width, uint32_t v)
 {
@@ -55,6 +56,8 @@ static uint32_t space_read(unsigned off, unsigned width)
  * the CONFIG_DATA port's low two bits are the byte lane (PCI 3.0 3.2.2.3.2). */
 uint32_t model_port_read(uint16_t port, unsigned width)
 {
+	if (no_ports)
+		return 0xffffffffu;
 	if (port == CFG_ADDR && width == 4)
 		return cf8;
 	if (port >= CFG_DATA && port + width <= CFG_DATA + 4 && (cf8 & 0x80000000u)) {
@@ -153,6 +156,20 @@ static void check_writes(const char *how)
 	CHECK_EQ(0xe010, pci_cfg_read16(d, PCI_STATUS), what);
 }
 
+static void test_no_ports(void)
+{
+	ecam_on = 0;
+	no_ports = 1;
+	reset_space();
+	data_reads = 0;
+	pci_init();
+	no_ports = 0;
+	CHECK_EQ(0, pci_count(), "no functions where CONFIG_ADDRESS does not hold its value");
+	CHECK_EQ(0, data_reads,
+	         "no slot read without configuration mechanism #1 (64 exits on microvm)");
+	CHECK(!strcmp(pci_access_method(), "none"), "pci=none");
+}
+
 static void test_ports(void)
 {
 	ecam_on = 0;
@@ -160,9 +177,14 @@ static void test_ports(void)
 	data_reads = 0;
 	pci_init();
 	CHECK_EQ(1, pci_count(), "one function found through the ports");
-	/* 32 slots' vendor IDs, then function 0's header type and class: no
-	 * register read twice (every read is an exit under KVM). */
-	CHECK_EQ(34, data_reads, "configuration reads to scan a bus with one function");
+	/* 32 slots' vendor IDs, then function 0's header type: no register
+	 * read twice, the class left for pci_print() after the ready line
+	 * (every read is an exit under KVM). */
+	CHECK_EQ(33, data_reads, "configuration reads to scan a bus with one function");
+	space_write(0x08, 4, 0x02000001u); /* class 020000 (Ethernet), revision 1 */
+	pci_print();                       /* after the ready line: reads each function's class */
+	CHECK_EQ(34, data_reads, "one more read per function for the pci lines");
+	CHECK_EQ(0x02000001u, pci_get(0)->class_rev, "class read by pci_print()");
 	CHECK(!strcmp(pci_access_method(), "ports"), "ports");
 	check_writes("ports");
 }
@@ -178,6 +200,7 @@ static void test_ecam(void)
 int main(void)
 {
 	printf("test_pci\n");
+	RUN(test_no_ports);
 	RUN(test_ports);
 	RUN(test_ecam);
 	return check_done("test_pci");
