@@ -472,6 +472,7 @@ def _guest(run, m, guest, backend, row, tps, extra):
     if window is None:
         return
     row["cpu_window"] = "guest"
+    row.update(kvmstats.availability(exits[0] if exits else None))
     if exits and exits[0].samples:
         row.update(kvmstats.row_columns(kvmstats.interval(exits[0].samples, *window), obj))
     fig = sampler.interval(*window)

@@ -132,6 +132,7 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.path, self.period = path, period
         self.samples, self.error = [], None
+        self.empty = False  # query-stats answered with nothing (TCG)
         self._stop_ev = threading.Event()
 
     def run(self):
@@ -145,6 +146,7 @@ class Sampler(threading.Thread):
                 t = time.monotonic()
                 s = sample(q)
                 if not s:  # TCG: no stats provider; nothing to sample
+                    self.empty = True
                     return
                 self.samples.append(((t + time.monotonic()) / 2, s))
                 self._stop_ev.wait(self.period)
@@ -185,11 +187,54 @@ def interval(samples, t_begin, t_end):
 
 def unit(test):
     """What a test's counters are divided by: txn (an RR transaction, a
-    pkt_rr round trip included), frame (the other packet tests: a frame
-    sent, received or forwarded) or mb (10^6 payload bytes)."""
-    if test.endswith("_rr"):
+    pkt_rr round trip included, or a memcached command), frame (the other
+    packet tests and the NDR search: a frame sent, received or forwarded)
+    or mb (10^6 payload bytes)."""
+    if test.endswith("_rr") or test == "memcached":
         return "txn"
-    return "frame" if test.startswith("pkt_") else "mb"
+    return "frame" if test.startswith("pkt_") or test == "ndr" else "mb"
+
+
+def availability(sampler, why_none="no QMP socket on this QEMU"):
+    """The row's kvm_counters column: "query-stats" when the sampler read
+    KVM's counters, else "n/a" and kvm_counters_why (TCG answers
+    query-stats with nothing): never zeros that were not counted."""
+    if sampler is not None and sampler.samples:
+        return {"kvm_counters": "query-stats"}
+    if sampler is None:
+        why = why_none
+    elif sampler.error and not sampler.empty:
+        why = f"QMP: {sampler.error}"[:200]
+    else:
+        why = "query-stats is empty (TCG keeps no exit counters)"
+    return {"kvm_counters": "n/a", "kvm_counters_why": why}
+
+
+def start(boot):
+    """A started Sampler on a boot's QMP socket, or None when it has none."""
+    if not getattr(boot, "qmp", None):
+        return None
+    s = Sampler(boot.qmp)
+    s.start()
+    return s
+
+
+def trial_columns(samples, trials):
+    """The NDR search's trials (ndr.peer_trial dicts carrying the host's
+    t_host = (start, end) of each): kvm_exits and kvm_exits_per_frame per
+    trial, over the trial's whole window (the peer's start-up included),
+    per frame the guest forwarded (else the frames that came back). The
+    host times are dropped from the dicts either way."""
+    for t in trials:
+        window = t.pop("t_host", None)
+        if not samples or not window:
+            continue
+        d = interval(samples, *window)
+        frames = t.get("guest_forwarded") or t.get("received") or 0
+        if "exits" in d:
+            t["kvm_exits"] = round(d["exits"])
+            if frames:
+                t["kvm_exits_per_frame"] = round(d["exits"] / frames, 5)
 
 
 def row_columns(delta, result):

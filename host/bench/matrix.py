@@ -440,8 +440,9 @@ class Matrix:
         if self.pairs:
             if self.machines != ["pc"]:
                 raise BenchError("pairs run on machine pc only")
-            if self.accels != ["auto"]:
-                raise BenchError("pairs pick their accelerator themselves (accel auto only)")
+            if len(self.accels) != 1:
+                raise BenchError("pairs take one accelerator (accel auto, kvm or tcg: the appliance sides "
+                                 "run under it; a stock Linux side takes KVM only with vmx/svm)")
             if any(q != r for q, r in self.rr_sizes):
                 raise BenchError("pairs: rr.sizes must be N/N (both sides send rr size bytes)")
             if self.stream_instances != [1] or self.rr_mps != [0] or self.load_fractions:

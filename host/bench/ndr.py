@@ -172,7 +172,9 @@ def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True, l
     number = len(log)
     argv = backend.wrap([sys.executable, PKTPEER, "swap", backend.tap, mac, str(n), str(rate), mode, "1",
                          str(size), str(number), "1" if lat else "0", PACEGEN if gen == "pacegen" else "python"])
+    t_a = time.monotonic()
     r = procs.run(argv, timeout=trial_s * 4 + 60, check=False)
+    t_b = time.monotonic()
     lines = (r.stdout or "").strip().splitlines()
     if r.returncode or not lines:
         raise BenchError(f"pktpeer swap failed ({r.returncode}): {(r.stdout or '')[-300:]} {(r.stderr or '')[-300:]}")
@@ -186,7 +188,8 @@ def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True, l
     t = {"sent": res["sent"], "received": back["frames"], "tap_tx_dropped": res["tap_tx_dropped"],
          "peer_sock_drops": back.get("sock_drops", back.get("udp_rcvbuf_errors", 0)),
          "send_s": res["send_s"], "offered_pps": round(offered, 1),
-         "generator_limited": offered < GENERATOR_SLACK * rate, "marker_s": res.get("marker_s")}
+         "generator_limited": offered < GENERATOR_SLACK * rate, "marker_s": res.get("marker_s"),
+         "t_host": (t_a, t_b)}  # for the KVM exit counters; execute_run drops it
     if lat:
         t["rtt"] = back.get("rtt")
     # Loss at both ends, this trial alone: into the guest (sent = what it
@@ -212,9 +215,27 @@ def qemu_queue_view(boot):
     return kvmstats.virtio_queues(boot.qmp) if getattr(boot, "qmp", None) else None
 
 
+def kvm_columns(exits, trials, ndr_rate):
+    """Under KVM: the exit counters per frame of the trial at the NDR (the
+    last passing one at that rate; the row's kvm_* columns) and each
+    trial's kvm_exits_per_frame (in ndr_steps / lat_steps); kvm_counters
+    says n/a (and why) where none were read, as under TCG."""
+    import kvmstats
+    cols = kvmstats.availability(exits)
+    samples = exits.samples if exits else []
+    at_ndr = [t for t in trials if t.get("pass") and t.get("rate") == ndr_rate]
+    if samples and at_ndr and at_ndr[-1].get("t_host"):
+        t = at_ndr[-1]
+        frames = t.get("guest_forwarded") or t.get("received") or 0
+        cols.update(kvmstats.row_columns(kvmstats.interval(samples, *t["t_host"]), {"test": "ndr", "frames": frames}))
+    kvmstats.trial_columns(samples, trials)
+    return cols
+
+
 def execute_run(run, m, guest, logdir, row):
     """The search on one column; fills row (runs.execute's) and returns it."""
     import backends
+    import kvmstats
     import runs  # runs imports this module
 
     backend = runs.backend_for(run, m, guest, row)
@@ -226,11 +247,13 @@ def execute_run(run, m, guest, logdir, row):
     log = os.path.join(logdir, f"run-{run.index:04d}.log")
     row["log"] = os.path.relpath(log, os.path.dirname(logdir))
     peer_log = []
+    exits = None
     try:
         backend.setup(logdir)
         backend.tap = backends.TAP
         boot, cmdline = guest.start(run, backend, m.run_timeout)
         row["cmdline"] = cmdline
+        exits = kvmstats.start(boot)
         linux = guest.name == "linux"
         item = boot.proc.wait_line(lambda l: (l.startswith("pkt: ") or l.startswith("vnetlab-linux listening l2 ") or
                                               l.startswith("ERROR {")), 90)
@@ -252,6 +275,9 @@ def execute_run(run, m, guest, logdir, row):
             t = peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"], peer_log, marks=not linux,
                            lat=True, gen=gen)
             lat_steps.append(dict(t, load=pct, rate=rate))
+        if exits:
+            exits.stop()
+        row.update(kvm_columns(exits, found["steps"] + lat_steps, found["ndr"]))
         obj = runs.final_result(boot, row, p["trial"] + 30, " after the search")
         bits = frame_bits(p["size"])
         steps = found["steps"]
@@ -308,6 +334,8 @@ def execute_run(run, m, guest, logdir, row):
         row["error"] = str(e).splitlines()[0][:300]
         row["error_detail"] = str(e)
     finally:
+        if exits:
+            exits.stop()
         if boot:
             boot.stop()
         bproc = backend.proc

@@ -67,6 +67,7 @@ import time
 import backends
 import cpu
 import guests
+import kvmstats
 import peers
 import procs
 import runs
@@ -284,8 +285,12 @@ def linux_keys(role, test, p, warmup):
     return k
 
 
-def start_side(kind, kernel, role, test, p, warmup, switch, timeout):
-    token = ""  # a Linux guest's init ends on any datagram to the control port
+def start_side(kind, kernel, role, test, p, warmup, switch, timeout, accel="auto"):
+    """A side's QEMU. The appliance runs under accel (host/qemu-run.sh
+    --accel) with a QMP socket for KVM's exit counters (proc.qmp); the
+    stock Linux guest under guests.pick_accel("auto")."""
+    token = ""
+    qmp = None  # a Linux guest's init ends on any datagram to the control port
     net, extra = switch.qemu_net(role)
     extra = ["-name", f"{role},debug-threads=on", *extra]
     if kernel in PACKED_KERNELS:
@@ -306,10 +311,12 @@ def start_side(kind, kernel, role, test, p, warmup, switch, timeout):
         # The control port's secret for this run (apps/lib/ctl.c); kept out of
         # the row's cmdline.
         token = secrets.token_hex(16)
+        qmp = kvmstats.socket_path(tempfile.mkdtemp(prefix="vnetbench-qmp-"))
         argv = [QEMU_RUN, "--kernel", kernel, "--append", f"{cmdline} ctl.token={token}", "--timeout", str(timeout),
-                *net, "--", *extra]
+                "--accel", accel, *net, "--", *extra, "-qmp", f"unix:{qmp},server=on,wait=off"]
     proc = Proc(f"qemu-{role}", switch.ns.wrap(argv))
     proc.ctl_token = token
+    proc.qmp = qmp
     return proc, cmdline
 
 
@@ -411,13 +418,32 @@ def per_pair_txn(row):
                 row[f"{side}_{out}"] = round(row[f"{side}_{k}"] / txn, 3)
 
 
-def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
+def side_accel(proc):
+    """The accelerator a side's banner names (tcg, kvm, ...), or None."""
+    m = next((re.search(r" accel=(\w+)", l) for l in proc.text("out") if l.startswith("vnetlab boot=")), None)
+    return m.group(1) if m else None
+
+
+def kvm_columns(who, exits, window, res, test):
+    """One side's KVM exit counters over the row's window, prefixed with
+    the side (client_kvm_exits_per_txn, ...), and <who>_kvm_counters: n/a
+    where none were read (TCG, or a stock Linux side: no QMP)."""
+    cols = {f"{who}_{k}": v for k, v in kvmstats.availability(
+        exits, "a stock Linux side (no QMP socket)").items()}
+    if exits and exits.samples and window and res:
+        delta = kvmstats.interval(exits.samples, *window)
+        cols.update({f"{who}_{k}": v for k, v in kvmstats.row_columns(delta, dict(res, test=test)).items()})
+    return cols
+
+
+def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index, accel="auto"):
     client_kind, server_kind = pair.split(">")
     row = {"run": index, "pair": pair, "client": client_kind, "server": server_kind, "test": test,
            "switch": switch_kind, "status": "error", "error": None, **p}
     switch = Switch(switch_kind)
     sampler = cpu.Sampler()
     server = client = None
+    exits = {}  # side -> kvmstats.Sampler (appliance sides)
     limit = p["seconds"] + warmup + 90
     try:
         switch.setup()
@@ -425,7 +451,8 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
             sampler.watch("switch", lambda: switch.proc.pid if switch.proc and switch.proc.alive() else None)
         sampler.start()
         server, row["server_cmdline"] = start_side(server_kind, kernels.get(server_kind), "server", test, p, warmup,
-                                                   switch, limit)
+                                                   switch, limit, accel)
+        exits["server"] = kvmstats.start(server)
         sampler.watch("qemu_server", qemu_pid(server))
         # servers say "listening"; app=pkt's sink says "pkt: mode=rxonly ... ready"
         if not server.wait_line(lambda l: " listening" in l or (l.startswith("pkt: mode=") and l.endswith(" ready")),
@@ -433,7 +460,8 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
             raise BenchError(f"the server guest never listened:\n{server.tail()}")
         taps0 = switch.tap_drops()
         client, row["client_cmdline"] = start_side(client_kind, kernels.get(client_kind), "client", test, p, warmup,
-                                                   switch, limit)
+                                                   switch, limit, accel)
+        exits["client"] = kvmstats.start(client)
         sampler.watch("qemu_client", qemu_pid(client))
         cres, t_line, cerr = result_of(client, limit)
         if cerr:
@@ -475,6 +503,10 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
         row.update(side_figures("client", cres))
         row.update(side_figures("server", sres))
         per_pair_txn(row)
+        for who, res in (("client", cres), ("server", sres)):
+            if exits.get(who):
+                exits[who].stop()
+            row.update(kvm_columns(who, exits.get(who), window, res, test))
         sampler.stop()
         fig = sampler.interval(*window)
         if fig:
@@ -489,12 +521,16 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index):
                 row["mbps_per_cpu"] = round(row["mbps"] / (h / 100.0), 2)
             if h and row.get("pps"):
                 row["pps_per_cpu"] = round(row["pps"] / (h / 100.0), 1)
-        row["accel"] = guests.pick_accel("auto")
+        sides = {side_accel(client), side_accel(server)} - {None}
+        row["accel"] = sides.pop() if len(sides) == 1 else "/".join(sorted(sides)) or guests.pick_accel("auto")
         row["status"] = "ok"
     except BenchError as e:
         runs.record_error(row, e)
     finally:
         sampler.stop()
+        for s in exits.values():
+            if s:
+                s.stop()
         for pr in (client, server):
             if pr:
                 pr.stop()
@@ -544,7 +580,8 @@ def execute_run(run, m, sides, logdir):
     row = runs.base_row(run, m)
     row["role"] = "pair"
     t0 = time.monotonic()
-    row.update(execute(run.variant, run.test, run.backend, run.params, m.warmup, sides.kernels, logdir, run.index))
+    row.update(execute(run.variant, run.test, run.backend, run.params, m.warmup, sides.kernels, logdir, run.index,
+                       run.accel or m.accel))
     row["wall_s"] = round(time.monotonic() - t0, 2)
     return row
 

@@ -343,6 +343,7 @@ def execute(run, m, guest, logdir):
             obj, t_res, per_queue = mq_results(boot.proc.lines)
             row["per_queue"] = per_queue
         truncated(obj, run.params.get("seconds"), m.warmup)
+        row.update(kvmstats.availability(exits))
         if exits and exits.samples and guest_window(obj, t_res):
             row.update(kvmstats.row_columns(kvmstats.interval(exits.samples, *guest_window(obj, t_res)), obj))
         for k, v in obj.items():

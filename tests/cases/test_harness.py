@@ -1166,3 +1166,64 @@ def test_harness_kvm_exit_counters_from_qmp(t):
         md = open(os.path.join(d, "report.md")).read()
         if "halt exits per frame" not in md or "0.023 / 0.022 / 0.00 / 0.00" not in md:
             raise Fail(f"report.md lacks the per-frame KVM exits table of a packet test:\n{md[-1200:]}")
+
+
+def test_harness_kvm_columns_ndr_pairs_memcached(t):
+    """The exit counters on the ndr, pairs and memcached rows (issue 37
+    item 1): memcached per command, the NDR search per frame (the row at the
+    NDR trial, each trial in ndr_steps), each pair side prefixed client_ /
+    server_; and where nothing was counted (TCG's empty query-stats, a side
+    without QMP) kvm_counters says n/a with why, no kvm_* figure at all."""
+    import kvmstats
+    import ndr
+    import pairs
+    if kvmstats.unit("memcached") != "txn" or kvmstats.unit("ndr") != "frame":
+        raise Fail(f"units: memcached {kvmstats.unit('memcached')}, ndr {kvmstats.unit('ndr')} (want txn, frame)")
+    with tempfile.TemporaryDirectory() as d:
+        samplers = {}
+        for name, empty in (("kvm", False), ("tcg", True)):
+            path = os.path.join(d, f"{name}.sock")
+            srv = FakeQmp(path, empty=empty)
+            s = kvmstats.Sampler(path, period=0.05)
+            s.start()
+            time.sleep(1.0 if name == "kvm" else 0.3)
+            s.stop()
+            srv.close()
+            samplers[name] = s
+    kvm, tcg = samplers["kvm"], samplers["tcg"]
+    if kvmstats.availability(kvm) != {"kvm_counters": "query-stats"}:
+        raise Fail(f"a sampler with samples: {kvmstats.availability(kvm)}")
+    for s, why in ((tcg, "TCG"), (None, "no QMP")):
+        a = kvmstats.availability(s)
+        if a.get("kvm_counters") != "n/a" or why not in a.get("kvm_counters_why", ""):
+            raise Fail(f"nothing counted must say n/a ({why}): {a}")
+    t0, t1 = kvm.samples[2][0] + 0.01, kvm.samples[-3][0] - 0.01
+    exits = kvmstats.interval(kvm.samples, t0, t1)["exits"]
+
+    def trials():
+        return [dict(rate=1000, **{"pass": True}, guest_forwarded=500, received=500, t_host=(t0, t1)),
+                dict(rate=2000, **{"pass": False}, guest_forwarded=800, received=700, t_host=(t0, t1))]
+    steps = trials()
+    cols = ndr.kvm_columns(kvm, steps, 1000)
+    if cols.get("kvm_counters") != "query-stats" or not approx(cols.get("kvm_exits_per_frame"),
+                                                                 round(exits / 500, 5), 1e-3):
+        raise Fail(f"ndr row: exits per frame of the NDR trial {round(exits / 500, 5)} expected: {cols}")
+    if any("t_host" in s for s in steps) or not approx(steps[1].get("kvm_exits_per_frame"), round(exits / 800, 5), 1e-3):
+        raise Fail(f"ndr steps: each trial's exits per forwarded frame, no host times left: {steps}")
+    for s in (tcg, None):
+        steps = trials()
+        cols = ndr.kvm_columns(s, steps, 1000)
+        figs = [k for k in cols if k.startswith("kvm_") and k not in ("kvm_counters", "kvm_counters_why")]
+        if cols.get("kvm_counters") != "n/a" or figs or any(k.startswith(("kvm_", "t_host")) for st in steps for k in st):
+            raise Fail(f"ndr without counters: n/a and no kvm_* figures in the row or its steps: {cols} {steps}")
+    cols = pairs.kvm_columns("client", kvm, (t0, t1), {"transactions": 1000}, "tcp_rr")
+    if cols.get("client_kvm_counters") != "query-stats" or not approx(cols.get("client_kvm_exits_per_txn"),
+                                                                        round(exits / 1000, 4), 1e-3):
+        raise Fail(f"pair side: client_kvm_exits_per_txn expected {round(exits / 1000, 4)}: {cols}")
+    for s in (tcg, None):
+        cols = pairs.kvm_columns("server", s, (t0, t1), {"transactions": 1000}, "tcp_rr")
+        if cols.get("server_kvm_counters") != "n/a" or any("exits" in k for k in cols):
+            raise Fail(f"pair side without counters: n/a, no figures: {cols}")
+    cols = kvmstats.row_columns(kvmstats.interval(kvm.samples, t0, t1), {"test": "memcached", "transactions": 2000})
+    if not approx(cols.get("kvm_exits_per_txn"), round(exits / 2000, 4)) or "kvm_exits_per_mb" in cols:
+        raise Fail(f"memcached rows: per command (transaction), not per MB: {cols}")
