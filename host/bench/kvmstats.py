@@ -160,6 +160,14 @@ class Sampler(threading.Thread):
         self._stop_ev.set()
         self.join(5)
 
+    def settle(self, t, timeout=2.0):
+        """Wait (bounded) for a sample taken after host time t, so that an
+        interval ending at t can be interpolated, then stop."""
+        end = time.monotonic() + timeout
+        while self.is_alive() and time.monotonic() < end and not (self.samples and self.samples[-1][0] > t):
+            time.sleep(self.period / 4)
+        self.stop()
+
 
 def at(samples, t, name):
     """Counter `name` at host time t, interpolated between samples."""

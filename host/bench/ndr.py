@@ -276,7 +276,7 @@ def execute_run(run, m, guest, logdir, row):
                            lat=True, gen=gen)
             lat_steps.append(dict(t, load=pct, rate=rate))
         if exits:
-            exits.stop()
+            exits.settle(time.monotonic())
         row.update(kvm_columns(exits, found["steps"] + lat_steps, found["ndr"]))
         obj = runs.final_result(boot, row, p["trial"] + 30, " after the search")
         bits = frame_bits(p["size"])

@@ -505,7 +505,7 @@ def execute(pair, test, switch_kind, p, warmup, kernels, logdir, index, accel="a
         per_pair_txn(row)
         for who, res in (("client", cres), ("server", sres)):
             if exits.get(who):
-                exits[who].stop()
+                exits[who].settle(window[1] if window else 0)
             row.update(kvm_columns(who, exits.get(who), window, res, test))
         sampler.stop()
         fig = sampler.interval(*window)
