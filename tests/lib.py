@@ -403,6 +403,21 @@ def wait_listening(ns, proto, port, timeout=10):
     raise Fail(f"host peer not listening on {proto} port {port} within {timeout} s")
 
 
+def check_kvm_columns(r, unit, who=""):
+    """A row's KVM exit counters agree with its accelerator: under TCG
+    kvm_counters says n/a (with why) and no kvm_* figure is there, not
+    even a zero; under KVM the exits per unit are there."""
+    figs = [k for k in r if k.startswith(f"{who}kvm_") and not k.startswith(f"{who}kvm_counters")]
+    if r["accel"] == "tcg":
+        if r.get(f"{who}kvm_counters") != "n/a" or not r.get(f"{who}kvm_counters_why") or figs:
+            raise Fail(f"run {r.get('run')} ({r['test']}, TCG): {who}kvm_counters must be n/a with a reason and "
+                       f"no {who}kvm_* figures: {r.get(f'{who}kvm_counters')} {figs}")
+    elif r["accel"] == "kvm":
+        if r.get(f"{who}kvm_counters") != "query-stats" or not r.get(f"{who}kvm_exits_per_{unit}"):
+            raise Fail(f"run {r.get('run')} ({r['test']}, KVM): expected {who}kvm_exits_per_{unit} from query-stats: "
+                       f"{r.get(f'{who}kvm_counters')} {figs}")
+
+
 def pkt_guest(t, ns, args, seconds=60, kernel=None, packed=False, extra=()):
     """An app=pkt boot on the namespace's tap, up to its ready line;
     returns (guest, its MAC)."""

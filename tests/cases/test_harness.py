@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from lib import TOP, Fail, Skip
+from lib import TOP, Fail, Skip, check_kvm_columns
 
 BENCH = os.path.join(TOP, "host", "bench")
 VNETBENCH = os.path.join(BENCH, "vnetbench.py")
@@ -489,6 +489,7 @@ def test_harness_smoke(t):
                 raise Fail(f"run {r['run']}: host/QEMU CPU figures or placement missing: {r}")
             if r["accel"] not in ("tcg", "kvm") or r["guest_backend"] != backend:
                 raise Fail(f"run {r['run']}: accel {r['accel']} / backend {r.get('guest_backend')} not recorded")
+            check_kvm_columns(r, "txn" if r["test"] == "tcp_rr" else "mb")
             per = r.get("tps_per_cpu") if r["test"] == "tcp_rr" else r.get("mbps_per_cpu")
             if per is None or not approx(per, m / (r["host_cpu_pct"] / 100), rel=1e-2):
                 raise Fail(f"run {r['run']}: throughput per CPU {per} is not {m} / {r['host_cpu_pct']}%")

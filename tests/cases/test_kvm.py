@@ -245,3 +245,49 @@ def test_kvm_halt_x2apic_tsc_deadline(t):
 def test_kvm_halt_xapic_oneshot(t):
     """The xAPIC by MMIO and its one-shot timer, as under TCG."""
     halt_woken_by_rx(t, "qemu64,-x2apic,-tsc-deadline", ("xapic", "oneshot"))
+
+
+def test_kvm_exit_counters_on_ndr_pairs_memcached(t):
+    """Issue 37 item 1 under --accel kvm: the NDR search's row per frame of
+    its NDR trial (and each trial), a guest pair's rows per transaction on
+    each side, memcached's per command, all from query-stats (their TCG
+    runs say n/a: test_ndr, test_pairs, test_harness)."""
+    kvm_or_skip()
+    import json
+    import shutil
+    import sys
+    from lib import BUILD, TOP, check_kvm_columns
+    bench = [sys.executable, os.path.join(TOP, "host", "bench", "vnetbench.py"), "--quiet", "--accel", "kvm"]
+    runs = {
+        "ndr": ["--matrix", os.path.join(TOP, "host", "bench", "matrices", "ndr.txt"), "--tests", "ndr", "--variants",
+                "base", "--guests", "vnetlab", "--backends", "tap", "--ndr-sizes", "64", "--ndr-trial", "1",
+                "--ndr-max-rate", "4000"],
+        "memcached": ["--tests", "memcached", "--variants", "default", "--guests", "vnetlab", "--backends", "tap",
+                      "--seconds", "2", "--warmup", "1", "--repetitions", "1"],
+        "pairs": ["--pairs", "default>default", "--tests", "tcp_rr", "--seconds", "2", "--warmup", "1",
+                  "--repetitions", "1"],
+    }
+    said = []
+    for name, args in runs.items():
+        out = os.path.join(BUILD, "test-kvm-counters", name)
+        shutil.rmtree(out, ignore_errors=True)
+        r = subprocess.run(bench + args + ["--out", out], capture_output=True, text=True, timeout=600)
+        path = os.path.join(out, "results.jsonl")
+        rows = [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+        if r.returncode or len(rows) != 1 or rows[0]["status"] != "ok":
+            raise Fail(f"{name} under --accel kvm: status {r.returncode}, rows "
+                       f"{[(x.get('status'), x.get('error')) for x in rows]}\n{(r.stdout + r.stderr)[-800:]}")
+        row = rows[0]
+        if row["accel"] != "kvm":
+            raise Fail(f"{name}: the row says accel={row['accel']}, expected kvm")
+        if name == "pairs":
+            for side in ("client_", "server_"):
+                check_kvm_columns(row, "txn", side)
+            said.append(f"pair tcp_rr {row['client_kvm_exits_per_txn']}/{row['server_kvm_exits_per_txn']} exits/txn")
+        else:
+            unit = "frame" if name == "ndr" else "txn"
+            check_kvm_columns(row, unit)
+            if name == "ndr" and not all(s.get("kvm_exits_per_frame") for s in row["ndr_steps"]):
+                raise Fail(f"ndr: every trial carries kvm_exits_per_frame under KVM: {row['ndr_steps']}")
+            said.append(f"{name} {row[f'kvm_exits_per_{unit}']} exits/{unit}")
+    print("    KVM: " + ", ".join(said))

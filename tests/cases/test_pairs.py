@@ -62,6 +62,9 @@ def test_pair_rr_and_stream_over_the_bridge(t):
     if not rr.get("transactions") or rr["transactions"] < 50:
         raise Fail(f"pair tcp_rr: expected >= 50 transactions in 2 s, saw {rr.get('transactions')}")
     both_counted(rr)
+    from lib import check_kvm_columns
+    for side in ("client_", "server_"):
+        check_kvm_columns(rr, "txn", side)
     for side in ("client", "server"):
         ratio = rr[f"{side}_tx_frames"] / rr["transactions"]
         if not 0.8 <= ratio <= 1.5:
