@@ -56,8 +56,11 @@ static uint32_t space_read(unsigned off, unsigned width)
  * the CONFIG_DATA port's low two bits are the byte lane (PCI 3.0 3.2.2.3.2). */
 uint32_t model_port_read(uint16_t port, unsigned width)
 {
-	if (no_ports)
+	if (no_ports) {
+		if (port >= CFG_DATA && port < CFG_DATA + 4)
+			data_reads++; /* a slot read where nothing answers */
 		return 0xffffffffu;
+	}
 	if (port == CFG_ADDR && width == 4)
 		return cf8;
 	if (port >= CFG_DATA && port + width <= CFG_DATA + 4 && (cf8 & 0x80000000u)) {
@@ -201,6 +204,8 @@ int main(void)
 {
 	printf("test_pci\n");
 	RUN(test_no_ports);
+	if (check_failed) /* bus 0 marked seen by a wrong scan: the rest would fault */
+		return check_done("test_pci");
 	RUN(test_ports);
 	RUN(test_ecam);
 	return check_done("test_pci");
