@@ -48,6 +48,12 @@ def ctl_request(cmd, token):
 NIC = "virtio-net-pci,netdev=n0,disable-legacy=on,romfile="
 
 
+def need_testpmd():
+    if not shutil.which("dpdk-testpmd"):
+        raise BenchError("pkt.generator=testpmd (and the reference column) need dpdk-testpmd: "
+                         "apt-get install dpdk-dev (host/deps.sh installs it)")
+
+
 class Netns:
     """A network namespace with a kernel tap (or none, if a DPDK tap PMD will
     create it), deleted on close(); LIVE holds those not yet deleted."""

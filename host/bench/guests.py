@@ -649,9 +649,7 @@ class Reference:
         self.log = log
 
     def prepare(self):
-        import hostgen
-
-        hostgen.need_testpmd()
+        backends.need_testpmd()
 
     def describe(self):
         return ("guest reference: no VM -- dpdk-testpmd txonly into the backend with a second testpmd "

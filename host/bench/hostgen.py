@@ -45,7 +45,6 @@ appliance's rate by it (`reference_table`).
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -54,6 +53,9 @@ import backends
 import cpu
 import kvmstats
 import procs
+import runs
+import xdprefl
+from backends import need_testpmd
 from procs import BenchError, Proc
 
 GUEST_RING = 256  # QEMU's virtio-net queue size: the reference's virtio_user ring
@@ -65,12 +67,6 @@ START_TIMEOUT = 60
 PKTPEER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests",
                        "tools", "pktpeer.py")
 PKT_TESTS = ("pkt_rxonly", "pkt_txonly", "pkt_macswap")  # the tests with a reference row
-
-
-def need_testpmd():
-    if not shutil.which("dpdk-testpmd"):
-        raise BenchError("pkt.generator=testpmd (and the reference column) need dpdk-testpmd: "
-                         "apt-get install dpdk-dev (host/deps.sh installs it)")
 
 
 # ---- testpmd's output ----
@@ -313,8 +309,6 @@ def closes(backend, unaccounted):
 
 
 def make_backend(run, m, guest, row):
-    import runs  # runs imports this module
-
     b = runs.backend_for(run, m, guest, row)
     if b is None:
         return None
@@ -337,8 +331,6 @@ def make_backend(run, m, guest, row):
 def execute_run(run, m, guest, logdir, row):
     """One pkt_rxonly run (or pkt_txonly with a testpmd sink, or a
     reference row); fills row and returns it, every process ended."""
-    import runs
-
     p = run.params
     gen = p.get("generator", "python")
     backend = make_backend(run, m, guest, row)
@@ -456,9 +448,7 @@ def _guest(run, m, guest, backend, row, tps, extra):
     """The guest's run with the host's CPU (QEMU, the testpmd generator or
     sink as `peer`: on vhost-user it is also the backend) and, under KVM,
     the exit counters sampled over it; both read over the guest's own
-    measured interval (runs.guest_window), as runs.execute() does."""
-    import runs
-
+    measured interval (runs.guest_window), as peerrun.execute() does."""
     sampler, exits = cpu.Sampler(), []
     try:
         sampler.start()
@@ -484,7 +474,6 @@ def _guest(run, m, guest, backend, row, tps, extra):
 def _guest_run(run, m, guest, backend, row, tps, extra, sampler, exits):
     """The measurement itself: (the boot, its RESULT); sampler watches the
     processes as they appear, a KVM exit sampler goes into exits."""
-    import runs
 
     if run.test == "pkt_rr":
         return _rr(run, m, guest, backend, row, tps, extra, sampler, exits)
@@ -602,9 +591,6 @@ def _rr(run, m, guest, backend, row, tps, extra, sampler, exits):
     testpmd macswap on the guest's vhost-user socket (two busy threads:
     the guest's vCPU and testpmd's forwarding lcore), or on tap
     host/xdp/macswap.c's XDP_TX (no host process at all)."""
-    import runs
-    import xdprefl
-
     if guest.name != "vnetlab":
         raise BenchError("pkt_rr: the appliance's app=pkt only")
     if backend.name == "vhost-user":
@@ -663,3 +649,18 @@ def reference_table(rows, columns):
                                f"{v / ref:.2f} | {closes} |")
     out.append("")
     return out
+
+
+# ---- the kind's interface (kinds.py) ----
+
+OPTIONS = ("pkt.sizes", "pkt.burst", "pkt.generator")
+REPORT = (reference_table,)  # report.md: the columns against the no-guest reference
+
+
+def claims(run):
+    return run.test in ("pkt_rxonly", "pkt_macswap", "pkt_rr") or run.guest == "reference" or (
+        run.test == "pkt_txonly" and run.params.get("generator") == "testpmd")
+
+
+def run_row(run, m, guest, logdir, execute):
+    return execute_run(run, m, guest, logdir, runs.base_row(run, m))

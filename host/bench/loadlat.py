@@ -26,33 +26,15 @@ the load points appear only in the load table (table()) and the plot
 import dataclasses
 import statistics
 
-from procs import BenchError
+import runs
 
-DEFAULT_FRACTIONS = "10 50 90 99"
+OPTIONS = ("rr.mps", "load.fractions", "rr.sizes", "rr.role")
 LOAD_SHORT = 0.95  # achieved / offered below this: the load point is marked short
 
 # (column, backend, machine, accel, queues, test, req, resp, rep) -> the
 # closed loop's peer trans/s, filled by the `load = max` run that the
 # matrix puts before the load points of the same key.
 MAXIMA = {}
-
-
-def parse_fractions(values):
-    """load.fractions -> sorted percentages (numbers above 0, at most 100)."""
-    out = []
-    for x in values:
-        try:
-            v = float(str(x).rstrip("%"))
-        except ValueError:
-            raise BenchError(f"bad load.fractions value '{x}' (percentages of the maximum, e.g. 10 50 90 99)")
-        if not 0 < v <= 100:
-            raise BenchError(f"load.fractions value {x} out of range (above 0, at most 100 %)")
-        out.append(int(v) if v == int(v) else v)
-    if not out:
-        raise BenchError("load.fractions is empty (give percentages, e.g. 10 50 90 99)")
-    if len(set(out)) != len(out):
-        raise BenchError(f"load.fractions lists a value twice: {' '.join(map(str, out))}")
-    return sorted(out)
 
 
 def offered_mps(max_tps, pct):
@@ -81,10 +63,8 @@ def annotate(row, pct, max_tps, mps):
 
 
 def execute_run(run, m, guest, logdir, execute):
-    """One run of the sweep; execute(run, ...) is runs.execute for the
+    """One run of the sweep; execute(run, ...) is kinds.execute for the
     plain closed- or open-loop run it becomes."""
-    import runs  # runs imports this module
-
     load = run.params["load"]
     params = {k: v for k, v in run.params.items() if k != "load"}
     key = max_key(run, m)
@@ -108,6 +88,14 @@ def execute_run(run, m, guest, logdir, execute):
     params["mps"] = mps
     row = execute(dataclasses.replace(run, params=params), m, guest, logdir)
     return annotate(row, load, max_tps, mps)
+
+
+def claims(run):
+    return run.params.get("load") is not None
+
+
+def run_row(run, m, guest, logdir, execute):
+    return execute_run(run, m, guest, logdir, execute)
 
 
 # ---- the report ----
@@ -182,3 +170,6 @@ def table(rows, columns):
                          f"{_num(f['peer_lat_p90_ns'], 1)} | {_num(f['peer_lat_p99_ns'], 1)} | "
                          f"{_num(f['peer_lat_p999_ns'], 1)} | {f['n']} | {f['short'] or ''} | {f['accel']} |")
     return L
+
+
+REPORT = (table,)  # report.md: the load table

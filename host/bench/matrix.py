@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 import backends
 import idle
-import loadlat
 from procs import BenchError
 
 # Test name -> kind, the parameter that forms table rows, the headline
@@ -86,6 +85,9 @@ def software_kvm():
 MACHINES = {"pc": "pc", "q35": "q35", "microvm": "microvm", "microvm-noacpi": "microvm,acpi=off"}
 
 # key -> (default, help). Values are strings until validate().
+# rr.mps = load (loadlat.py) and ndr.latency: percentages of a maximum.
+DEFAULT_FRACTIONS = "10 50 90 99"
+
 KEYS = {
     "variants": ("", "variant names (from the variants makefile or defined with `variant NAME = VARS`)"),
     "tests": ("tcp_rr,tcp_stream", "tests: " + ", ".join(TESTS) + " (aliases rr, stream, maerts; netperf's TCP_RR etc. too)"),
@@ -102,7 +104,7 @@ KEYS = {
     "rr.instances": ("1,25,50,100", "concurrent RR instances (table rows)"),
     "rr.burst": ("1", "outstanding transactions per instance (netperf -b)"),
     "rr.mps": ("", "open loop (rr.role=server): host `sockperf under-load --mps N --reply-every 1` offers N transactions/s instead of ping-pong's closed loop; rows loop=open, their latency is the peer's. `load`: the load sweep (loadlat.py): per column a closed-loop run measures the maximum, then one open-loop run per load.fractions"),
-    "load.fractions": (loadlat.DEFAULT_FRACTIONS, "rr.mps=load: the offered loads, percent of each column's closed-loop maximum (sockperf ping-pong trans/s)"),
+    "load.fractions": (DEFAULT_FRACTIONS, "rr.mps=load: the offered loads, percent of each column's closed-loop maximum (sockperf ping-pong trans/s)"),
     "rr.role": ("client", "client: the appliance drives a host `sockperf server`; server: host `sockperf ping-pong` drives the appliance (1 instance)"),
     "stream.sizes": ("256,1K,4K,16K", "message sizes (table rows)"),
     "stream.instances": ("1,4", "concurrent streams"),
@@ -132,6 +134,24 @@ KEYS = {
     "pin.backend": ("", "CPU list for the backend process (testpmd lcores, default 0,1)"),
     "run_timeout": ("", "hard limit per run in seconds (default seconds + warmup + 60)"),
 }
+
+
+def parse_fractions(values):
+    """load.fractions -> sorted percentages (numbers above 0, at most 100)."""
+    out = []
+    for x in values:
+        try:
+            v = float(str(x).rstrip("%"))
+        except ValueError:
+            raise BenchError(f"bad load.fractions value '{x}' (percentages of the maximum, e.g. 10 50 90 99)")
+        if not 0 < v <= 100:
+            raise BenchError(f"load.fractions value {x} out of range (above 0, at most 100 %)")
+        out.append(int(v) if v == int(v) else v)
+    if not out:
+        raise BenchError("load.fractions is empty (give percentages, e.g. 10 50 90 99)")
+    if len(set(out)) != len(out):
+        raise BenchError(f"load.fractions lists a value twice: {' '.join(map(str, out))}")
+    return sorted(out)
 
 
 def key_option(k):
@@ -353,7 +373,7 @@ class Matrix:
             raise BenchError(f"bad rr.role '{self.rr_role}' (client|server)")
         self.load_fractions = []
         if str(s["rr.mps"]).strip() == "load":
-            self.load_fractions = loadlat.parse_fractions(split_list(s["load.fractions"]))
+            self.load_fractions = parse_fractions(split_list(s["load.fractions"]))
             self.rr_mps = [0]
         else:
             self.rr_mps = self._ints("rr.mps", 1, 1000000) if str(s["rr.mps"]).strip() else [0]
@@ -403,7 +423,7 @@ class Matrix:
         if self.ndr_generator == "pacegen" and "imix" in self.ndr_sizes:
             raise BenchError("ndr.generator = pacegen sends one frame size: ndr.sizes without imix")
         lat = split_list(s["ndr.latency"])
-        self.ndr_latency = loadlat.parse_fractions(lat) if lat else []
+        self.ndr_latency = parse_fractions(lat) if lat else []
         try:
             self.ndr_pdr, self.ndr_precision = float(s["ndr.pdr"]), float(s["ndr.precision"])
         except ValueError:

@@ -1,5 +1,5 @@
-"""mcload.py: the memcached test's host peer, Debian's `memcaslap`
-(libmemcached-tools), and what its output says.
+"""mcload.py: what the memcached test's host peer, Debian's `memcaslap`
+(libmemcached-tools), prints (its Peer class: peers.Memcaslap).
 
     memcaslap -s ADDR:11211 -c CONCURRENCY -T THREADS -t Ns -S Ns
 
@@ -21,8 +21,6 @@ values, a 10k-key window per concurrency. The figures it prints:
 """
 
 import re
-
-from peers import Peer
 
 MEMCACHED_PORT = 11211
 
@@ -68,19 +66,3 @@ def parse_memcaslap(lines):
         out["peer_lat_events"] = n
     return out
 
-
-class Memcaslap(Peer):
-    name = "memcaslap"
-    tools = ("memcaslap",)
-
-    def argv(self):
-        addr, port = self.backend.guest_port(MEMCACHED_PORT, "tcp")
-        secs = self.params["seconds"] + self.warmup  # the appliance skips its warm-up
-        return ["memcaslap", "-s", f"{addr}:{port}", "-c", str(self.params["instances"]),
-                "-T", str(self.params["threads"]), "-t", f"{secs}s", "-S", f"{secs}s"]
-
-    def parse(self):
-        return parse_memcaslap(self.proc.text())
-
-    def window(self, t0, t1):
-        return (t0 + self.warmup, t1)

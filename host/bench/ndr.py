@@ -42,8 +42,13 @@ import re
 import sys
 import time
 
+import backends
+import hostgen
+import kvmstats
 import loadlat
 import procs
+import runs
+from matrix import TESTS
 from procs import BenchError
 
 GENERATOR_SLACK = 0.95  # a trial offering less than this share of its rate is the generator's limit
@@ -211,7 +216,6 @@ def qemu_queue_view(boot):
     """QEMU's own view of the NIC's queues (kvmstats.virtio_queues()) for a
     trial whose marker the guest never saw: the device side, next to the
     driver's counters. None without a QMP socket."""
-    import kvmstats
     return kvmstats.virtio_queues(boot.qmp) if getattr(boot, "qmp", None) else None
 
 
@@ -233,11 +237,7 @@ def kvm_columns(exits, trials, ndr_rate):
 
 
 def execute_run(run, m, guest, logdir, row):
-    """The search on one column; fills row (runs.execute's) and returns it."""
-    import backends
-    import kvmstats
-    import runs  # runs imports this module
-
+    """The search on one column; fills row (runs.base_row()'s) and returns it."""
     backend = runs.backend_for(run, m, guest, row)
     if backend is None:
         return row
@@ -341,7 +341,6 @@ def execute_run(run, m, guest, logdir, row):
         bproc = backend.proc
         backend.teardown()
         if row.get("status") == "ok" and backend.name == "vhost-user" and bproc:
-            import hostgen
             close_at_switch(row["ndr_check"], hostgen.parse_forward_stats(bproc.text()), linux)
         row["wall_s"] = round(time.monotonic() - t0, 2)
         try:
@@ -468,3 +467,19 @@ def latency_table(rows, columns):
                                f"{len(ts)} |")
             out.append("")
     return out
+
+
+# ---- the kind's interface (kinds.py) ----
+
+OPTIONS = ("ndr.sizes", "ndr.trial", "ndr.mode", "ndr.max_rate", "ndr.pdr", "ndr.precision", "ndr.generator",
+           "ndr.latency")
+REPORT = (rfc2544_table, latency_table)  # report.md: the RFC 2544 table, the packet-level latency table
+
+
+def claims(run):
+    # the reference column's ndr runs are hostgen.py's (skipped there)
+    return TESTS[run.test]["kind"] == "ndr" and run.guest != "reference"
+
+
+def run_row(run, m, guest, logdir, execute):
+    return execute_run(run, m, guest, logdir, runs.base_row(run, m))

@@ -9,8 +9,9 @@ data path but the switch (the 2011 testers' "local guest-to-guest" rows).
 
 A matrix with a `pairs` key (matrix.py) runs pairs instead of one guest
 against host peers; parse, the run loop, results.jsonl and the report are
-the matrix's (vnetbench.py), runs.execute() hands a pair run to execute()
-below, and the report gains the pair table (report_section()).
+the matrix's (vnetbench.py), kinds.execute() hands a pair run to execute()
+below, and the report gains the pair table (report_section(), which
+vnetbench.py appends: it comes after every other table).
 
 A pair is CLIENT>SERVER; each side is `linux` (the stock Debian guest of
 host/linux-guest/: stock sockperf/iperf, as server or, with
@@ -86,6 +87,10 @@ CLIENT_IP = "10.77.0.3"
 PREFIX = 24
 MACS = {"server": "52:54:00:12:34:56", "client": "52:54:00:12:34:57"}
 TAPS = {"server": "vnptap0", "client": "vnptap1"}
+
+# The kind's interface (kinds.py); claims() and run_row() are below.
+OPTIONS = ("pairs", "switches", "rr.instances", "rr.burst", "rr.sizes", "stream.sizes", "stream.instances", "pkt.sizes")
+REPORT = ()  # report_section(): appended by vnetbench.py after every other table
 
 
 # ---- the switch between the two guests ----
@@ -574,8 +579,16 @@ class Sides:
                 PACKED_KERNELS.add(self.kernels[s])
 
 
+def claims(run):
+    return run.guest == "pair"
+
+
+def run_row(run, m, guest, logdir, execute):
+    return execute_run(run, m, guest, logdir)
+
+
 def execute_run(run, m, sides, logdir):
-    """One pair run of the matrix (runs.execute() calls it): the matrix's
+    """One pair run of the matrix (kinds.execute() calls it): the matrix's
     row fields, then the pair's."""
     row = runs.base_row(run, m)
     row["role"] = "pair"

@@ -13,7 +13,7 @@ their output says.
                         report gives peer_udp_lost and peer_udp_datagrams
   ping                  `ping -A` (adaptive: one echo in flight, like an RR);
                         every reply's time gives the percentiles
-  memcached             `memcaslap` drives the server (mcload.py)
+  memcached             `memcaslap` drives the server (its output: mcload.py)
   pkt_txonly            `tests/tools/pktpeer.py recv` counts the appliance's
                         frames on the tap (ndr runs its peer itself: ndr.py)
 
@@ -27,6 +27,7 @@ import os
 import re
 import tempfile
 
+from mcload import MEMCACHED_PORT, parse_memcaslap
 from procs import Proc
 
 SOCKPERF_PORT = 11111
@@ -324,6 +325,23 @@ class PktSink(Peer):
         return {}
 
 
+class Memcaslap(Peer):
+    name = "memcaslap"
+    tools = ("memcaslap",)
+
+    def argv(self):
+        addr, port = self.backend.guest_port(MEMCACHED_PORT, "tcp")
+        secs = self.params["seconds"] + self.warmup  # the appliance skips its warm-up
+        return ["memcaslap", "-s", f"{addr}:{port}", "-c", str(self.params["instances"]),
+                "-T", str(self.params["threads"]), "-t", f"{secs}s", "-S", f"{secs}s"]
+
+    def parse(self):
+        return parse_memcaslap(self.proc.text())
+
+    def window(self, t0, t1):
+        return (t0 + self.warmup, t1)
+
+
 def for_test(test, roles, backend, params, pin="", warmup=0):
     """The peer of a test (matrix.TESTS names); roles = {"rr": client|server,
     "stream": client|server}, the appliance's role."""
@@ -334,8 +352,6 @@ def for_test(test, roles, backend, params, pin="", warmup=0):
     elif test in ("tcp_stream", "tcp_maerts", "udp_stream"):
         cls = IperfServer if roles["stream"] == "client" else IperfClient
     elif test == "memcached":
-        from mcload import Memcaslap  # mcload imports this module
-
         cls = Memcaslap
     elif test == "pkt_txonly":
         cls = PktSink

@@ -34,9 +34,7 @@ import re
 import statistics
 
 import idle
-import loadlat
-import ndr
-import hostgen
+import kinds
 import kvmstats
 import stats
 from matrix import TESTS
@@ -574,9 +572,7 @@ def write_all(outdir, rows, columns, baseline, meta, plots=()):
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write(markdown(records, cols, baseline, meta, plots))
         f.write("\n".join(idle.table(rows, columns)) + "\n")
-        f.write("\n".join(ndr.rfc2544_table(rows, columns)) + "\n")
-        f.write("\n".join(ndr.latency_table(rows, columns)) + "\n")
-        f.write("\n".join(loadlat.table(rows, columns)) + "\n")
-        f.write("\n".join(hostgen.reference_table(rows, columns)) + "\n")
+        for table in kinds.report_tables():
+            f.write("\n".join(table(rows, columns)) + "\n")
         f.write("\n".join(queues_table(rows)) + "\n")
     return records, cols

@@ -80,6 +80,7 @@ _ensure_matplotlib()
 import backends  # noqa: E402
 import cpu  # noqa: E402
 import guests  # noqa: E402
+import kinds  # noqa: E402
 import matrix as matrix_mod  # noqa: E402
 import pairs  # noqa: E402
 import peers  # noqa: E402
@@ -291,15 +292,15 @@ def main(argv):
     status = 0
     jsonl = os.path.join(out, "results.jsonl")
     try:
-        kinds = {}
+        sides = {}  # run.guest -> its guests.KINDS object (pairs.Sides for "pair")
         say = (lambda s: None) if a.quiet else (lambda s: print(f"vnetbench: {s}", flush=True))
         if m.pairs:
-            kinds["pair"] = pairs.Sides(m, say)
-            kinds["pair"].prepare()
+            sides["pair"] = pairs.Sides(m, say)
+            sides["pair"].prepare()
         for g in m.guests:
-            kinds[g] = guests.make(g, m, say)
-            kinds[g].prepare()
-            describe = getattr(kinds[g], "describe", None)
+            sides[g] = guests.make(g, m, say)
+            sides[g].prepare()
+            describe = getattr(sides[g], "describe", None)
             if describe:
                 meta["notes"].append(describe())
         overhead = []
@@ -307,7 +308,7 @@ def main(argv):
         # are left out rather than listed one by one.
         todo = [r for r in all_runs if r.backend not in skipped_backends]
         for i, run in enumerate(todo, 1):
-            row = runs.execute(run, m, kinds[run.guest], logdir)
+            row = kinds.execute(run, m, sides[run.guest], logdir)
             if row["status"] != "skipped":
                 overhead.append(row["wall_s"] - run.params["seconds"])
             rows.append(row)

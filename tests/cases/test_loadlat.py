@@ -67,7 +67,7 @@ def test_harness_loadlat_expansion(t):
 
 
 def fake_execute(tps, sent_scale=1.0, fail=False):
-    """runs.execute's stand-in: records the runs it was given and answers
+    """kinds.execute's stand-in: records the runs it was given and answers
     with the peer figures parse_sockperf() would have put in the row."""
     seen = []
 
