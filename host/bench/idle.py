@@ -11,6 +11,8 @@ trans/s per host CPU, and the guest's interrupts/s and busy %."""
 
 import statistics
 
+from md import median_of as _median
+from md import section
 from procs import BenchError
 
 
@@ -45,11 +47,6 @@ def expand(variants, variant_vars, values):
     return names, out
 
 
-def _median(rows, key):
-    vals = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
-    return statistics.median(vals) if vals else None
-
-
 def _fmt(v, scale=1.0, digits=1):
     return "-" if v is None else f"{v / scale:,.{digits}f}"
 
@@ -65,11 +62,11 @@ def table(rows, columns):
     for r in ok:
         key = (r.get("test"), r.get("backend"), r.get("instances") or r.get("msg"))
         groups.setdefault(key, []).append(r)
-    L = ["", "## Idle policy (poll budget before halting)", "",
-         "Rows: the appliance's poll budget after its last work (poll = never halts, 0 = "
-         "halt at once, N = IDLE=adaptive IDLE_POLL_US=N). Medians over the repetitions. "
-         "Host CPU = QEMU + backend + peer; irq/s = the guest's RX+TX interrupts per second; "
-         "busy = the guest CPU's share not halted."]
+    L = section("Idle policy (poll budget before halting)",
+                "Rows: the appliance's poll budget after its last work (poll = never halts, 0 = "
+                "halt at once, N = IDLE=adaptive IDLE_POLL_US=N). Medians over the repetitions. "
+                "Host CPU = QEMU + backend + peer; irq/s = the guest's RX+TX interrupts per second; "
+                "busy = the guest CPU's share not halted.")
     for (test, backend, param), rs in sorted(groups.items(), key=lambda kv: str(kv[0])):
         accel = ",".join(sorted({str(r.get("accel")) for r in rs}))
         L += ["", f"### {test} {param} ({backend}, {accel})", "",

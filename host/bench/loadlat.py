@@ -24,9 +24,10 @@ the load points appear only in the load table (table()) and the plot
 """
 
 import dataclasses
-import statistics
 
 import runs
+from md import median_of as _med
+from md import section
 
 OPTIONS = ("rr.mps", "load.fractions", "rr.sizes", "rr.role")
 LOAD_SHORT = 0.95  # achieved / offered below this: the load point is marked short
@@ -112,11 +113,6 @@ def load_rows(rows):
     return out
 
 
-def _med(rs, key):
-    v = [r[key] for r in rs if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
-    return statistics.median(v) if v else None
-
-
 def points(rs_by_load):
     """One column's sweep as [(load, figures)] in load order, max last:
     medians over the repetitions of the offered, achieved and peer
@@ -149,13 +145,13 @@ def table(rows, columns):
     groups = load_rows(rows)
     if not groups:
         return []
-    L = ["", "## Latency against offered load (rr.mps = load)", "",
-         "Per column, the closed loop (`max`: host `sockperf ping-pong --full-rtt`, one request at a time) "
-         "gives the maximum; each load point is host `sockperf under-load --mps N --reply-every 1 --full-rtt` "
-         "at that percentage of it, a boot of its own. Offered = the --mps asked, sent / achieved = what "
-         "sockperf sent and got answered per second; latencies are sockperf's round trips (us). Medians over "
-         "n repetitions; `short` counts runs answering under "
-         f"{100 * LOAD_SHORT:.0f} % of the offered rate."]
+    L = section("Latency against offered load (rr.mps = load)",
+                "Per column, the closed loop (`max`: host `sockperf ping-pong --full-rtt`, one request at a time) "
+                "gives the maximum; each load point is host `sockperf under-load --mps N --reply-every 1 --full-rtt` "
+                "at that percentage of it, a boot of its own. Offered = the --mps asked, sent / achieved = what "
+                "sockperf sent and got answered per second; latencies are sockperf's round trips (us). Medians over "
+                "n repetitions; `short` counts runs answering under "
+                f"{100 * LOAD_SHORT:.0f} % of the offered rate.")
     for (test, backend, req, resp), bycol in sorted(groups.items(), key=lambda kv: str(kv[0])):
         cols = [c for c in columns if c in bycol] + [c for c in bycol if c not in columns]
         L += ["", f"### {test} {req}/{resp} bytes -- backend {backend}", "",

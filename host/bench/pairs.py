@@ -56,6 +56,7 @@ interval), the Linux guest's frames and virtio interrupts (its RESULT,
 whole run).
 """
 
+import functools
 import json
 import os
 import re
@@ -618,6 +619,16 @@ def cell_of(rows, k):
     return f"{fmt(statistics.median(v))} ({fmt(min(v))}-{fmt(max(v))}) n={len(v)}" if v else "-"
 
 
+def split_ok(rows):
+    """(the ok rows, the others)."""
+    return [r for r in rows if r["status"] == "ok"], [r for r in rows if r["status"] != "ok"]
+
+
+def failed_note(bad):
+    """A table line's tail naming its failed runs, or ""."""
+    return f" ({len(bad)} failed: {bad[0]['error']})" if bad else ""
+
+
 def pkt_table(rs, sw):
     """pkt_txonly between two guests: per frame size, a row per pair."""
     L = []
@@ -627,24 +638,15 @@ def pkt_table(rs, sw):
               "unaccounted frames | host CPU % | delivered frames/s per host CPU | client kicks/frame |",
               "|---|---|---|---|---|---|---|---|---|"]
         for pair in dict.fromkeys(r["pair"] for r in rs if r["size"] == size):
-            ok = [r for r in rs if r["pair"] == pair and r["size"] == size and r["status"] == "ok"]
-            bad = [r for r in rs if r["pair"] == pair and r["size"] == size and r["status"] != "ok"]
-
-            def med(k):
-                return median_of(ok, k)
-
-            def cell(k):
-                return cell_of(ok, k)
-
+            ok, bad = split_ok([r for r in rs if r["pair"] == pair and r["size"] == size])
+            med, cell = functools.partial(median_of, ok), functools.partial(cell_of, ok)
             where = "testpmd to the server" if sw == "testpmd" else "the taps"
             un = sorted({r["pkt_unaccounted"] for r in ok if r.get("pkt_unaccounted") is not None})
             line = (f"| {pair} | {cell('pps')} | {cell('tx_pps')} | {fmt(med('loss_pct'))} | "
                     f"{fmt(med('pkt_drops_counted'))} ({where}) | {', '.join(str(u) for u in un) or '-'} | "
                     f"{fmt(med('host_cpu_pct'))} | {fmt(med('pps_per_cpu'))} | "
                     f"{fmt(med('client_kicks_per_pair_txn'))} |")
-            if bad:
-                line += f" ({len(bad)} failed: {bad[0]['error']})"
-            L.append(line)
+            L.append(line + failed_note(bad))
         L.append("")
     L += ["Delivered = the sink's count (app=pkt rxonly's frames with the sender's sequence tag; a Linux sink's eth0 "
           "rx_packets, XDP_DROP's frames among them) over the sender's interval; sent = the sender's own count and "
@@ -677,15 +679,8 @@ def report_section(rows):
                   + (" RTT p50 us |" if "rr" in test else ""),
                   "|---|---|---|---|---|---|---|---|---|" + ("---|" if "rr" in test else "")]
             for pair in dict.fromkeys(r["pair"] for r in rs):
-                ok = [r for r in rs if r["pair"] == pair and r["status"] == "ok"]
-                bad = [r for r in rs if r["pair"] == pair and r["status"] != "ok"]
-
-                def med(k, scale=1.0):
-                    return median_of(ok, k, scale)
-
-                def cell(k):
-                    return cell_of(ok, k)
-
+                ok, bad = split_ok([r for r in rs if r["pair"] == pair])
+                med, cell = functools.partial(median_of, ok), functools.partial(cell_of, ok)
                 irq = f"{fmt(med('client_irqs_per_txn'))}, {fmt(med('server_irqs_per_txn'))}"
                 line = (f"| {pair} | {cell(metric)} | {fmt(med('host_cpu_pct'))} | {fmt(med(metric + '_per_cpu'))} | "
                         f"{fmt(med('client_kicks_per_pair_txn'))} | {fmt(med('server_kicks_per_pair_txn'))} | "
@@ -695,9 +690,7 @@ def report_section(rows):
                 if sw == "testpmd":
                     line += (f" switch dropped {fmt(med('switch_drops_to_server'))} frames to the server, "
                              f"{fmt(med('switch_drops_to_client'))} to the client (median)")
-                if bad:
-                    line += f" ({len(bad)} failed: {bad[0]['error']})"
-                L.append(line)
+                L.append(line + failed_note(bad))
             L.append("")
     L += ["Per transaction: RR = one request and its reply; STREAM = one client write of stream.msg bytes. "
           "Appliance kicks and reclaims are its RESULT's, over its measured interval, divided by the client's "

@@ -37,6 +37,8 @@ import idle
 import kinds
 import kvmstats
 import stats
+from md import median_of as _med
+from md import section
 from matrix import TESTS
 
 PARAMS = ("req", "resp", "instances", "burst", "mps", "msg", "size", "threads", "seconds")
@@ -469,11 +471,6 @@ def markdown(records, cols, baseline, meta, plots=()):
     return "\n".join(L)
 
 
-def _med(rs, key):
-    v = [r[key] for r in rs if isinstance(r.get(key), (int, float))]
-    return statistics.median(v) if v else None
-
-
 def _ratio(a, b):
     return f"{a / b:.2f}" if a is not None and b else "-"
 
@@ -532,14 +529,14 @@ def queues_table(rows):
     groups = queues_groups(rows)
     if not groups:
         return []
-    L = ["", "## Scaling with queue pairs (the queues axis)", "",
-         "Per queue count N: the guest has N vCPUs and its NIC N queue pairs (the appliance: mq=N smp=N, a "
-         "burst loop (app=pkt) or a TCP/IP copy (rr, stream) per queue; Linux: ethtool -L combined N, and N "
-         "pktgen threads for pkt_txonly). Medians over the repetitions; the metric is the guest's or the "
-         "peer's total over all queues; per host CPU = metric / (host CPU % / 100); "
-         "ratio = against the fewest queues' median; QEMU CPU % = the QEMU process alone (all its threads). "
-         "Per queue = each queue's metric (medians, where the guest reports it). "
-         "Where N vCPUs plus QEMU's I/O thread exceed the host's CPUs the host, not the queues, is measured."]
+    L = section("Scaling with queue pairs (the queues axis)",
+                "Per queue count N: the guest has N vCPUs and its NIC N queue pairs (the appliance: mq=N smp=N, a "
+                "burst loop (app=pkt) or a TCP/IP copy (rr, stream) per queue; Linux: ethtool -L combined N, and N "
+                "pktgen threads for pkt_txonly). Medians over the repetitions; the metric is the guest's or the "
+                "peer's total over all queues; per host CPU = metric / (host CPU % / 100); "
+                "ratio = against the fewest queues' median; QEMU CPU % = the QEMU process alone (all its threads). "
+                "Per queue = each queue's metric (medians, where the guest reports it). "
+                "Where N vCPUs plus QEMU's I/O thread exceed the host's CPUs the host, not the queues, is measured.")
     for (test, backend, size, col, accel), byq in sorted(groups.items()):
         qs = sorted(byq)
         metric, label = scaling_metric(test)

@@ -38,6 +38,18 @@ def vnetbench(args, timeout, env=None, python=None):
     return r
 
 
+def short_run(t, what, args, timeout=300):
+    """A one-repetition, one-second vnetbench run into a temporary folder
+    (removed at the end of the test): (the folder, its results.jsonl rows)."""
+    out = tempfile.mkdtemp(prefix="vnetlab-" + what.split()[0] + "-")
+    t.cleanups.append(lambda: shutil.rmtree(out, ignore_errors=True))
+    r = vnetbench(args + ["--repetitions", "1", "--seconds", "1", "--warmup", "0", "--out", out], timeout=timeout)
+    if r.returncode:
+        raise Fail(f"{what} run failed ({r.returncode}): {r.stdout[-600:]}{r.stderr[-300:]}")
+    with open(os.path.join(out, "results.jsonl")) as f:
+        return out, [json.loads(line) for line in f]
+
+
 def approx(a, b, rel=1e-6):
     return a is not None and b is not None and abs(a - b) <= rel * max(1.0, abs(a), abs(b))
 
@@ -849,14 +861,7 @@ def test_harness_machine_axis(t):
             raise Fail(f"{args}: expected status 2 and '{msg}', got {r.returncode}: {r.stderr[-300:]}")
     if os.geteuid() != 0:
         return
-    out = tempfile.mkdtemp(prefix="vnetlab-machine-")
-    t.cleanups.append(lambda: shutil.rmtree(out, ignore_errors=True))
-    r = vnetbench(["--machine", "pc,microvm", "--tests", "tcp_rr", "--rr-instances", "1", "--repetitions", "1",
-                   "--seconds", "1", "--warmup", "0", "--out", out], timeout=300)
-    if r.returncode:
-        raise Fail(f"machine axis run failed ({r.returncode}): {r.stdout[-600:]}{r.stderr[-300:]}")
-    with open(os.path.join(out, "results.jsonl")) as f:
-        rows = [json.loads(line) for line in f]
+    _, rows = short_run(t, "machine axis", ["--machine", "pc,microvm", "--tests", "tcp_rr", "--rr-instances", "1"])
     got = sorted((row["column"], row["machine"], row["status"]) for row in rows)
     if got != [("default@microvm", "microvm", "ok"), ("default@pc", "pc", "ok")]:
         raise Fail(f"machine axis rows: {got}")
@@ -974,14 +979,7 @@ def test_harness_queues_axis(t):
                        r"queues=2 with accel auto: this host's /dev/kvm is a software KVM .* use accel=tcg")
     if os.geteuid() != 0:
         raise Skip("the queues=2 run needs root (network namespace, multi_queue tap)")
-    out = tempfile.mkdtemp(prefix="vnetlab-queues-")
-    t.cleanups.append(lambda: shutil.rmtree(out, ignore_errors=True))
-    r = vnetbench(["--tests", "pkt_txonly", "--queues", "2", "--accel", "tcg", "--repetitions", "1",
-                   "--seconds", "1", "--warmup", "0", "--out", out], timeout=300)
-    if r.returncode:
-        raise Fail(f"queues=2 run failed ({r.returncode}): {r.stdout[-600:]}{r.stderr[-300:]}")
-    with open(os.path.join(out, "results.jsonl")) as f:
-        rows = [json.loads(line) for line in f]
+    out, rows = short_run(t, "queues=2", ["--tests", "pkt_txonly", "--queues", "2", "--accel", "tcg"])
     if len(rows) != 1 or rows[0]["status"] != "ok":
         raise Fail(f"expected one ok row: {[(x.get('column'), x.get('status'), x.get('error')) for x in rows]}")
     row = rows[0]
@@ -1050,15 +1048,8 @@ def test_harness_packed_variants_get_packed_on(t):
         guests.Proc = real_proc
     if os.geteuid() != 0:
         return
-    out = tempfile.mkdtemp(prefix="vnetlab-packed-")
-    t.cleanups.append(lambda: shutil.rmtree(out, ignore_errors=True))
-    r = vnetbench(["--variants", "base-every-ei1-eager-inline-zc1-packed", "--machine", "pc,microvm",
-                   "--tests", "tcp_rr", "--rr-instances", "1", "--repetitions", "1", "--seconds", "1",
-                   "--warmup", "0", "--out", out], timeout=900)
-    if r.returncode:
-        raise Fail(f"packed variant run failed ({r.returncode}): {r.stdout[-600:]}{r.stderr[-300:]}")
-    with open(os.path.join(out, "results.jsonl")) as f:
-        rows = [json.loads(line) for line in f]
+    _, rows = short_run(t, "packed variant", ["--variants", "base-every-ei1-eager-inline-zc1-packed", "--machine",
+                                              "pc,microvm", "--tests", "tcp_rr", "--rr-instances", "1"], timeout=900)
     got = sorted((row["machine"], row["status"], str(row.get("guest_variant", "")).endswith(",ring=packed"))
                  for row in rows)
     if got != [("microvm", "ok", True), ("pc", "ok", True)]:

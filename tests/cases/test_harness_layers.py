@@ -19,8 +19,8 @@ sys.path.insert(0, BENCH)
 # Lowest first. A new module goes into the layer whose modules it may use.
 LAYERS = (
     # base: processes, statistics, samplers, builds, backends, parsers
-    ("base", ("procs", "stats", "cpu", "kvmstats", "variants", "backends", "idle", "mcload", "tsccal", "xdprefl",
-              "boottime", "loopback_server")),
+    ("base", ("procs", "stats", "cpu", "kvmstats", "variants", "backends", "idle", "mcload", "md", "tsccal",
+              "xdprefl", "boottime", "loopback_server")),
     ("settings", ("matrix",)),  # the matrix file, its keys and its runs
     ("engine", ("runs", "peers", "guests")),  # the parts of a run: row, backend, guest, host peer
     ("kinds", ("peerrun", "hostgen", "ndr", "loadlat", "pairs")),  # test kinds, found through kinds.py
