@@ -104,6 +104,18 @@ def ping(ns, args, timeout=60):
     return int(m.group(1)), int(m.group(2)), r
 
 
+def expect_refused(make, exc, pattern, what):
+    """make() must raise exc with a message matching the regex pattern
+    (a matrix refusing bad input, say)."""
+    try:
+        make()
+    except exc as e:
+        if not re.search(pattern, str(e)):
+            raise Fail(f"{what}: refused, but the message {str(e)!r} lacks /{pattern}/")
+        return
+    raise Fail(f"{what}: accepted, expected a refusal /{pattern}/")
+
+
 def json_line(g, prefix):
     """The JSON object of the guest's first console line `PREFIX {...}`."""
     m = g.expect(r"^" + prefix + r" (\{.*\})$")
@@ -235,6 +247,12 @@ class Guest:
         self.expect(r'^ERROR \{"where":"cmdline","msg":"' + msg)
         self.expect_not(r"^vnetlab ready")
         self.expect_status(2)
+
+    def expect_run_error(self, where, msg):
+        """A run that failed: the ERROR line from where matching msg (a
+        regex), exit status 1."""
+        self.expect(r'^ERROR \{"where":"' + where + r'","msg":"' + msg)
+        self.expect_status(1)
 
     def expect_status(self, status):
         if self.status != status:

@@ -624,6 +624,10 @@ def split_ok(rows):
     return [r for r in rows if r["status"] == "ok"], [r for r in rows if r["status"] != "ok"]
 
 
+def table_line(*cells):
+    return "| " + " | ".join(cells) + " |"
+
+
 def failed_note(bad):
     """A table line's tail naming its failed runs, or ""."""
     return f" ({len(bad)} failed: {bad[0]['error']})" if bad else ""
@@ -642,11 +646,10 @@ def pkt_table(rs, sw):
             med, cell = functools.partial(median_of, ok), functools.partial(cell_of, ok)
             where = "testpmd to the server" if sw == "testpmd" else "the taps"
             un = sorted({r["pkt_unaccounted"] for r in ok if r.get("pkt_unaccounted") is not None})
-            line = (f"| {pair} | {cell('pps')} | {cell('tx_pps')} | {fmt(med('loss_pct'))} | "
-                    f"{fmt(med('pkt_drops_counted'))} ({where}) | {', '.join(str(u) for u in un) or '-'} | "
-                    f"{fmt(med('host_cpu_pct'))} | {fmt(med('pps_per_cpu'))} | "
-                    f"{fmt(med('client_kicks_per_pair_txn'))} |")
-            L.append(line + failed_note(bad))
+            L.append(table_line(pair, cell('pps'), cell('tx_pps'), fmt(med('loss_pct')),
+                                f"{fmt(med('pkt_drops_counted'))} ({where})", ', '.join(str(u) for u in un) or '-',
+                                fmt(med('host_cpu_pct')), fmt(med('pps_per_cpu')),
+                                fmt(med('client_kicks_per_pair_txn'))) + failed_note(bad))
         L.append("")
     L += ["Delivered = the sink's count (app=pkt rxonly's frames with the sender's sequence tag; a Linux sink's eth0 "
           "rx_packets, XDP_DROP's frames among them) over the sender's interval; sent = the sender's own count and "
@@ -682,11 +685,12 @@ def report_section(rows):
                 ok, bad = split_ok([r for r in rs if r["pair"] == pair])
                 med, cell = functools.partial(median_of, ok), functools.partial(cell_of, ok)
                 irq = f"{fmt(med('client_irqs_per_txn'))}, {fmt(med('server_irqs_per_txn'))}"
-                line = (f"| {pair} | {cell(metric)} | {fmt(med('host_cpu_pct'))} | {fmt(med(metric + '_per_cpu'))} | "
-                        f"{fmt(med('client_kicks_per_pair_txn'))} | {fmt(med('server_kicks_per_pair_txn'))} | "
-                        f"{fmt(med('client_reclaims_per_pair_txn'))} | {fmt(med('server_reclaims_per_pair_txn'))} | {irq} |")
+                cells = [pair, cell(metric), fmt(med('host_cpu_pct')), fmt(med(metric + '_per_cpu')),
+                         fmt(med('client_kicks_per_pair_txn')), fmt(med('server_kicks_per_pair_txn')),
+                         fmt(med('client_reclaims_per_pair_txn')), fmt(med('server_reclaims_per_pair_txn')), irq]
                 if "rr" in test:
-                    line += f" {fmt(med('lat_p50_ns', 1e-3))} |"
+                    cells.append(fmt(med('lat_p50_ns', 1e-3)))
+                line = table_line(*cells)
                 if sw == "testpmd":
                     line += (f" switch dropped {fmt(med('switch_drops_to_server'))} frames to the server, "
                              f"{fmt(med('switch_drops_to_client'))} to the client (median)")

@@ -38,6 +38,14 @@ def vnetbench(args, timeout, env=None, python=None):
     return r
 
 
+def synthetic_report(rows, columns=("base",)):
+    """report.md of synthetic rows (baseline the first column)."""
+    with tempfile.TemporaryDirectory() as d:
+        report.write_all(d, rows, list(columns), columns[0], {"started": "synthetic", "host_ncpu": 2})
+        with open(os.path.join(d, "report.md")) as f:
+            return f.read()
+
+
 def short_run(t, what, args, timeout=300):
     """A one-repetition, one-second vnetbench run into a temporary folder
     (removed at the end of the test): (the folder, its results.jsonl rows)."""
@@ -1144,20 +1152,16 @@ def test_harness_kvm_exit_counters_from_qmp(t):
                  accel="kvm", req=64, resp=64, instances=1, burst=1, seconds=5, status="ok", tps=30000.0 + i,
                  kvm_exits_per_txn=1.04, kvm_insn_emulation_per_txn=1.02, kvm_irq_injections_per_txn=0.0,
                  kvm_halt_exits_per_txn=0.0) for i in range(3)]
-    with tempfile.TemporaryDirectory() as d:
-        report.write_all(d, rows, ["base"], "base", {"started": "synthetic", "host_ncpu": 2})
-        md = open(os.path.join(d, "report.md")).read()
-        if "KVM: exits / instruction emulations" not in md or "1.04 / 1.02 / 0.00 / 0.00" not in md:
-            raise Fail(f"report.md lacks the KVM exits table:\n{md[-1200:]}")
+    md = synthetic_report(rows)
+    if "KVM: exits / instruction emulations" not in md or "1.04 / 1.02 / 0.00 / 0.00" not in md:
+        raise Fail(f"report.md lacks the KVM exits table:\n{md[-1200:]}")
     rows = [dict(run=i, rep=i, column="base", guest="vnetlab", variant="base", test="pkt_txonly", backend="tap",
                  accel="kvm", size=64, seconds=5, status="ok", pps=150000.0 + i, kvm_exits_per_frame=0.023,
                  kvm_insn_emulation_per_frame=0.022, kvm_irq_injections_per_frame=0.0,
                  kvm_halt_exits_per_frame=0.0) for i in range(3)]
-    with tempfile.TemporaryDirectory() as d:
-        report.write_all(d, rows, ["base"], "base", {"started": "synthetic", "host_ncpu": 2})
-        md = open(os.path.join(d, "report.md")).read()
-        if "halt exits per frame" not in md or "0.023 / 0.022 / 0.00 / 0.00" not in md:
-            raise Fail(f"report.md lacks the per-frame KVM exits table of a packet test:\n{md[-1200:]}")
+    md = synthetic_report(rows)
+    if "halt exits per frame" not in md or "0.023 / 0.022 / 0.00 / 0.00" not in md:
+        raise Fail(f"report.md lacks the per-frame KVM exits table of a packet test:\n{md[-1200:]}")
 
 
 def test_harness_kvm_columns_ndr_pairs_memcached(t):
