@@ -133,6 +133,19 @@ void stream_send(struct sconn *s)
 	prof_exit();
 }
 
+/* n bytes of data in one direction now: counted inside the measured
+ * interval, with the first and last time data came. */
+static void count_data(uint64_t *bytes, uint64_t *first_ns, uint64_t *last_ns, uint32_t n)
+{
+	stream_st.last_data_ns = clock_ns();
+	if (!stream_st.measuring)
+		return;
+	*bytes += n;
+	if (!*first_ns)
+		*first_ns = stream_st.last_data_ns;
+	*last_ns = stream_st.last_data_ns;
+}
+
 void stream_acked(struct sconn *s, uint32_t len)
 {
 	uint32_t hdr = len < s->hdr_unacked ? len : s->hdr_unacked;
@@ -141,13 +154,7 @@ void stream_acked(struct sconn *s, uint32_t len)
 	if (!len)
 		return;
 	prof_enter(PROF_APP);
-	stream_st.last_data_ns = clock_ns();
-	if (stream_st.measuring) {
-		stream_st.tx_bytes += len;
-		if (!stream_st.tx_first_ns)
-			stream_st.tx_first_ns = stream_st.last_data_ns;
-		stream_st.tx_last_ns = stream_st.last_data_ns;
-	}
+	count_data(&stream_st.tx_bytes, &stream_st.tx_first_ns, &stream_st.tx_last_ns, len);
 	prof_exit();
 }
 
@@ -174,13 +181,7 @@ void stream_received(struct sconn *s, const uint8_t *d, uint32_t n)
 	if (stream_cfg.check)
 		check(s, d, n);
 	s->rx_data += n;
-	stream_st.last_data_ns = clock_ns();
-	if (stream_st.measuring) {
-		stream_st.rx_bytes += n;
-		if (!stream_st.rx_first_ns)
-			stream_st.rx_first_ns = stream_st.last_data_ns;
-		stream_st.rx_last_ns = stream_st.last_data_ns;
-	}
+	count_data(&stream_st.rx_bytes, &stream_st.rx_first_ns, &stream_st.rx_last_ns, n);
 	prof_exit();
 }
 

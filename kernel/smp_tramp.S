@@ -14,13 +14,10 @@
  * the page's linear address across the mode switches.
  */
 
-#define CR0_PE   (1 << 0)
-#define CR0_PG   (1 << 31)
-#define CR4_PAE  (1 << 5)
-#define MSR_EFER 0xc0000080
-#define EFER_LME (1 << 8)
+#include "kernel/long_mode.h"
 
-#define OFF(sym) ((sym) - smp_tramp)
+/* No blanks: OFF(x)(%ebx) is one LONG_MODE_ON argument. */
+#define OFF(sym) ((sym)-smp_tramp)
 
 	.section .rodata
 	.balign 16
@@ -45,18 +42,7 @@ tramp_pm32:
 	movl %eax, %ds
 	movl %eax, %es
 	movl %eax, %ss
-	movl %cr4, %eax
-	orl $CR4_PAE, %eax
-	movl %eax, %cr4
-	movl OFF(tramp_cr3)(%ebx), %eax
-	movl %eax, %cr3
-	movl $MSR_EFER, %ecx
-	rdmsr
-	orl $EFER_LME, %eax
-	wrmsr
-	movl %cr0, %eax
-	orl $(CR0_PG | CR0_PE), %eax
-	movl %eax, %cr0
+	LONG_MODE_ON OFF(tramp_cr3)(%ebx)
 	ljmpl *OFF(tramp_lm64_ptr)(%ebx)
 
 	.code64

@@ -16,12 +16,9 @@
  * nothing runs at CPL 3 and SMEP/SMAP stay off.
  */
 
+#include "kernel/long_mode.h"
+
 #define XEN_ELFNOTE_PHYS32_ENTRY 18
-#define CR0_PE (1 << 0)
-#define CR0_PG (1 << 31)
-#define CR4_PAE (1 << 5)
-#define MSR_EFER 0xc0000080
-#define EFER_LME (1 << 8)
 #define PTE_P 0x1
 #define PTE_W 0x2
 #define PTE_U 0x4
@@ -52,18 +49,7 @@ pvh_start32:
 	movl %edx, boot_entry_tsc + 4
 
 	/* Long mode: PAE, CR3, EFER.LME, then paging. */
-	movl %cr4, %eax
-	orl $CR4_PAE, %eax
-	movl %eax, %cr4
-	movl $boot_pml4, %eax
-	movl %eax, %cr3
-	movl $MSR_EFER, %ecx
-	rdmsr
-	orl $EFER_LME, %eax
-	wrmsr
-	movl %cr0, %eax
-	orl $(CR0_PG | CR0_PE), %eax
-	movl %eax, %cr0
+	LONG_MODE_ON $boot_pml4
 
 	lgdt boot_gdt_desc
 	ljmp $0x08, $pvh_start64

@@ -53,6 +53,8 @@ def cell_key(r):
     return (r["column"], r["test"], r.get("backend"), tuple((p, r.get(p)) for p in PARAMS if r.get(p) is not None))
 
 
+# The fields of report.group_title() in other words, on purpose: a gate
+# verdict's one-line key, not a table's title.
 def key_label(k):
     col, test, backend, params = k
     d = dict(params)

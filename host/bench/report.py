@@ -256,6 +256,7 @@ def fmt_change(pct, sig, ci=None):
     return f"{pct:+.1f}%{ci_s}{mark}"
 
 
+# compare.key_label() names the same fields for a gate verdict, in its own words.
 def group_title(gk):
     test, backend, rest = gk
     parts = []
