@@ -5,8 +5,11 @@
  *
  * Intel SDM vol. 3A 10.8.5: PAE on, CR3 loaded, EFER.LME set, then paging
  * on; the far jump into a 64-bit code segment that follows is the
- * caller's (its GDT and addressing differ).
+ * caller's (its GDT and addressing differ). clang-format is off: this is
+ * assembler, not C.
  */
+
+/* clang-format off */
 
 #define CR0_PE   (1 << 0)
 #define CR0_PG   (1 << 31)
