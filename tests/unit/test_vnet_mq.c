@@ -239,6 +239,8 @@ static void test_mq_ctrlq_at_max(void)
 	char err[256];
 	struct vnet *v = mq_open(3, 2, SIM_CTRL_OK, err, sizeof(err));
 
+	/* The open-and-return of the tests above again: each test checks its
+	 * own case's open and must return from itself when it fails. */
 	CHECK(v != NULL, "mq=2 opens on a max_virtqueue_pairs=3 device");
 	if (!v) {
 		printf("     %s\n", err);
