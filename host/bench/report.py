@@ -449,12 +449,16 @@ def markdown(records, cols, baseline, meta, plots=()):
 
     if meta.get("placement"):
         L += ["## Where the processes ran", "", "Share of each process's CPU time per host CPU (from field 39 of /proc/PID/task/*/stat, weighted by thread CPU time), per run:", ""]
-        L += ["| run | column | test | backend | qemu | qemu threads (CPU mostly on) | backend process | peer |",
-              "|---|---|---|---|---|---|---|---|"]
+        L += ["| run | column | test | backend | qemu | vCPU thread (pin.vcpu) | qemu threads (CPU mostly on) | "
+              "backend process | backend threads | peer |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
         for p in meta["placement"]:
             threads = ", ".join(f"{t}@{c}" for t, c in (p.get("qemu_threads") or {}).items())
+            bthreads = ", ".join(f"{t}@{c}" for t, c in (p.get("backend_threads") or {}).items())
+            vcpu = (p.get("vcpu_cpus") or "-") + (f" (pinned {p['vcpu_pin']})" if p.get("vcpu_pin") else "")
             L.append(f"| {p['run']} | {p['column']} | {p['label']} | {p.get('backend', '')} | {p.get('qemu_cpus') or '-'} | "
-                     f"{threads or '-'} | {p.get('backend_cpus') or '-'} | {p.get('peer_cpus') or '-'} |")
+                     f"{vcpu} | {threads or '-'} | {p.get('backend_cpus') or '-'} | {bthreads or '-'} | "
+                     f"{p.get('peer_cpus') or '-'} |")
         L.append("")
 
     if meta.get("failures"):
