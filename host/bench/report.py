@@ -13,7 +13,7 @@ same peers -- becomes one more column without a change here:
   tps mbps lat_*_ns kicks_per_txn reclaims_per_txn   guest/peer figures
   host_cpu_pct qemu_cpu_pct backend_cpu_pct peer_cpu_pct  (% of one CPU)
   tps_per_cpu mbps_per_cpu   throughput per fully busy host CPU
-  qemu_cpus backend_cpus peer_cpus   placement strings "cpu:share,..."
+  qemu_cpus vcpu_cpus backend_cpus peer_cpus   placement strings "cpu:share,..."
   accel             accelerator that ran
 
   host_us_per_txn qemu_us_per_txn ... (or _per_mb)  service demand (runs.py)
