@@ -365,6 +365,10 @@ def execute(run, m, guest, logdir):
         row.update(kvmstats.availability(exits))
         if exits and exits.samples and guest_window(obj, t_res):
             row.update(kvmstats.row_columns(kvmstats.interval(exits.samples, *guest_window(obj, t_res)), obj))
+            if not any(k.startswith("kvm_") for k in row):
+                row["kvm_stats_error"] = "QMP's first sample came after the guest's interval began (a slow start)"
+        elif exits and exits.error and row.get("accel") == "kvm":
+            row["kvm_stats_error"] = exits.error[:200]  # why a KVM row has no kvm_* columns
         for k, v in obj.items():
             row[("guest_" + k) if k in RESULT_META else k] = v
         h = hist_of(boot.proc.text("out"))
