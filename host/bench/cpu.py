@@ -15,16 +15,20 @@ before the guest printed its RESULT line -- and gets:
   procs[name].pct    that process's CPU, % of one CPU (as top shows it)
   procs[name].cpus   {cpu: share of the process's CPU time spent on it}
   procs[name].threads {busy thread name: the CPU it mostly ran on}
+  procs[name].vcpu_cpus  the same share as .cpus for its vCPU threads
+                     alone (QEMU's `CPU n/KVM`), the row's vcpu_cpus
 
 Idle = idle + iowait; steal is counted as busy because the host CPU was not
 ours to use.
 """
 
 import os
+import re
 import threading
 import time
 
 PERIOD = 0.2
+VCPU_THREAD = re.compile(r"CPU \d+/")
 HZ = os.sysconf("SC_CLK_TCK")
 
 
@@ -183,11 +187,20 @@ def figures(a, b, between):
                     threads.setdefault(tname, {}).setdefault(cpu, 0)
                     threads[tname][cpu] += w
         n = sum(cpus.values())
+        # QEMU's vCPU threads (named `CPU n/KVM` or `CPU n/TCG` with
+        # debug-threads=on): where the guest itself ran.
+        vcpu = {}
+        for t, c in threads.items():
+            if VCPU_THREAD.match(t):
+                for k, w in c.items():
+                    vcpu[k] = vcpu.get(k, 0) + w
+        nv = sum(vcpu.values())
         procs[name] = {
             "pid": last[2][name][0],
             "pct": pct,
             "cpus": {str(c): round(v / n, 2) for c, v in sorted(cpus.items())} if n else {},
             "threads": {t: max(c, key=c.get) for t, c in sorted(threads.items())},
+            **({"vcpu_cpus": {str(c): round(v / nv, 2) for c, v in sorted(vcpu.items())}} if nv else {}),
         }
     out["procs"] = procs
     return out
@@ -204,6 +217,8 @@ def row_columns(fig):
         row[f"{who}_cpu_pct"] = pinfo["pct"]
         row[f"{who}_cpus"] = placement_str(pinfo["cpus"])
         row[f"{who}_threads"] = pinfo["threads"]
+        if "vcpu_cpus" in pinfo:
+            row["vcpu_cpus"] = placement_str(pinfo["vcpu_cpus"])
     return row
 
 

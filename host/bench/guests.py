@@ -35,7 +35,7 @@ import kvmstats
 import peers
 import procs
 import variants
-from matrix import MACHINES, TESTS
+from matrix import MACHINES, TESTS, run_pins
 from procs import BenchError, Proc
 
 TOP = variants.TOP
@@ -247,8 +247,8 @@ class Vnetlab:
             argv[1:1] = ["--cpu", self.m.cpu]
         if qemu_extra:
             argv += ["--", *qemu_extra]
-        if self.m.pin.get("qemu"):
-            argv = ["taskset", "-c", self.m.pin["qemu"]] + argv
+        if run_pins(run, self.m).get("qemu"):
+            argv = ["taskset", "-c", run_pins(run, self.m)["qemu"]] + argv
         # The row's cmdline leaves the token out: it is no figure of the run.
         boot = Boot(Proc("qemu", backend.wrap(argv)), token)
         boot.qmp = qmp
@@ -515,8 +515,8 @@ class Linux:
                 "-name", "linux,debug-threads=on",
                 "-kernel", self.kernel, "-initrd", self.initrd, "-append", cmdline,
                 *qemu_net_args(net_opts), *extra]
-        if self.m.pin.get("qemu"):
-            argv = ["taskset", "-c", self.m.pin["qemu"]] + argv
+        if run_pins(run, self.m).get("qemu"):
+            argv = ["taskset", "-c", run_pins(run, self.m)["qemu"]] + argv
         return argv, cmdline, accel
 
     def start(self, run, backend, timeout):

@@ -576,6 +576,9 @@ def _boot_pkt(run, m, guest, backend, row, extra, sampler, exits, ready=("pkt: "
     boot, cmdline = guest.start(run, backend, m.run_timeout)
     extra.append(boot)
     row["cmdline"] = cmdline
+    import runs  # runs imports this module
+
+    runs.pin_vcpus(run, m, boot, row)
     sampler.watch("qemu", boot.qemu_pid)
     if getattr(boot, "qmp", None):
         exits.append(kvmstats.Sampler(boot.qmp))

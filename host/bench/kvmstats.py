@@ -104,6 +104,28 @@ def virtio_queues(path, timeout=2):
         q.close()
 
 
+def vcpu_threads(path, timeout=10):
+    """{vCPU index: host thread id} of the QEMU behind the QMP socket
+    (query-cpus-fast); raises QmpError when QEMU does not answer."""
+    q = Qmp(path, timeout=timeout)
+    try:
+        return {c["cpu-index"]: c["thread-id"] for c in q.command("query-cpus-fast") or []}
+    finally:
+        q.close()
+
+
+def pin_vcpus(path, cpus, setaffinity=os.sched_setaffinity):
+    """Pin every vCPU thread of the QEMU behind `path` to the CPU set
+    `cpus`; returns {vCPU index: thread id}. A QEMU that never answers
+    or names no vCPU is an error (the run must not pass for pinned)."""
+    threads = vcpu_threads(path)
+    if not threads:
+        raise QmpError(f"QMP socket {path}: query-cpus-fast named no vCPU thread")
+    for tid in threads.values():
+        setaffinity(tid, set(cpus))
+    return threads
+
+
 def stats_sum(reply):
     """query-stats' reply -> {counter: value}, summed over vCPUs (and the
     vm target, whose names carry a vm_ prefix here). Histograms skipped."""

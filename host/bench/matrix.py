@@ -83,6 +83,20 @@ def software_kvm():
 
 # Harness machine name -> host/qemu-run.sh --machine value.
 MACHINES = {"pc": "pc", "q35": "q35", "microvm": "microvm", "microvm-noacpi": "microvm,acpi=off"}
+# placement: `pinned` applies the pin.* keys, `free` only testpmd's own lcores.
+PLACEMENTS = ("free", "pinned")
+
+
+def run_pins(run, m):
+    """The CPU lists (pin.* keys without the prefix) that hold for a run:
+    placement `free` keeps only testpmd's lcores (pin.backend), `pinned`
+    all of them."""
+    pin = getattr(m, "pin", None) or {}
+    placement = getattr(run, "placement", "") or (getattr(m, "placements", None) or ["pinned"])[0]
+    if placement == "free":
+        return {"backend": pin.get("backend", "")}
+    return pin
+
 
 # key -> (default, help). Values are strings until validate().
 # rr.mps = load (loadlat.py) and ndr.latency: percentages of a maximum.
@@ -132,6 +146,8 @@ KEYS = {
     "pin.qemu": ("", "taskset CPU list for QEMU (empty: no pinning)"),
     "pin.peer": ("", "taskset CPU list for the host peer"),
     "pin.backend": ("", "CPU list for the backend process (testpmd lcores, default 0,1)"),
+    "pin.vcpu": ("", "CPU list for the guest's vCPU threads alone (QEMU's `CPU n/KVM` or `CPU n/TCG`, found through QMP query-cpus-fast once QEMU is up); QEMU's other threads follow pin.qemu"),
+    "placement": ("pinned", "an axis like machine: `pinned` applies pin.qemu, pin.vcpu and pin.peer, `free` leaves QEMU and the peer to the scheduler (testpmd always runs on pin.backend's lcores: DPDK pins them); with both, every column splits into COLUMN@free and COLUMN@pinned, one run unpinned against pinned"),
     "run_timeout": ("", "hard limit per run in seconds (default seconds + warmup + 60)"),
 }
 
@@ -261,6 +277,7 @@ class Run:
     machine: str = ""  # MACHINES key; "" = the matrix's first
     accel: str = ""  # auto|kvm|tcg; "" = the matrix's first
     queues: int = 0  # queue pairs = vCPUs; 0 = the matrix's first
+    placement: str = ""  # free|pinned; "" = the matrix's first
 
     def label(self):
         p = self.params
@@ -474,7 +491,7 @@ class Matrix:
         if max(self.queues_list) > 1:
             self._check_queues()
         self.pin = {}
-        for who in ("qemu", "peer", "backend"):
+        for who in ("qemu", "peer", "backend", "vcpu"):
             v = str(s[f"pin.{who}"]).strip()
             if v and not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", v):
                 raise BenchError(f"bad pin.{who} '{v}' (a taskset CPU list such as 0 or 0,1 or 0-1)")
@@ -484,6 +501,15 @@ class Matrix:
             for c in re.findall(r"\d+", v):
                 if int(c) >= ncpu:
                     raise BenchError(f"pin.{who}={v}: this host has CPUs 0..{ncpu - 1} only")
+        self.placements = split_list(s["placement"])
+        bad = [p for p in self.placements if p not in PLACEMENTS]
+        if bad or not self.placements or len(set(self.placements)) != len(self.placements):
+            raise BenchError(f"placement '{s['placement']}': give free, pinned or both, each once")
+        if "pinned" in self.placements and len(self.placements) > 1 and not any(
+                self.pin[w] for w in ("qemu", "peer", "vcpu")):
+            raise BenchError("placement free,pinned: pinned would pin nothing; set pin.vcpu, pin.qemu or pin.peer")
+        if self.pin["vcpu"] and self.pairs:
+            raise BenchError("pin.vcpu: guest pairs have no vCPU pinning (pairs.py); use pin.qemu")
         self.run_timeout = int(s["run_timeout"]) if str(s["run_timeout"]).strip() else self.seconds + self.warmup + 60
         if "ndr" in self.tests and not str(s["run_timeout"]).strip():
             # A search is ~20 trials, each with a peer start around it.
@@ -496,14 +522,14 @@ class Matrix:
         if clash:
             raise BenchError(f"variant name(s) {', '.join(clash)} are also guest names and would share a column: rename the variant")
         base = s["baseline"] or self.column_name(*self.columns[0], self.machines[0], self.accels[0],
-                                                 self.queues_list[0])
-        names = [self.column_name(*c, mach, a, q) for c in self.columns for mach in self.machines
-                 for a in self.accels for q in self.queues_list]
+                                                 self.queues_list[0], self.placements[0])
+        names = [self.column_name(*c, mach, a, q, pl) for c in self.columns for mach in self.machines
+                 for a in self.accels for q in self.queues_list for pl in self.placements]
         if base not in names:
             raise BenchError(f"baseline '{base}' is not one of the columns {', '.join(names)}")
         self.baseline = base
 
-    def column_name(self, guest, variant, machine=None, accel=None, queues=None):
+    def column_name(self, guest, variant, machine=None, accel=None, queues=None, placement=None):
         name = variant if guest in ("vnetlab", "pair") else guest
         if machine and len(getattr(self, "machines", ())) > 1:
             name += "@" + machine
@@ -511,7 +537,10 @@ class Matrix:
             name += "@" + accel
         if queues and len(getattr(self, "queues_list", ())) > 1:
             name += f"@q{queues}"
+        if placement and len(getattr(self, "placements", ())) > 1:
+            name += "@" + placement
         return name
+
 
     def _check_queues(self):
         """queues above 1: refuse what cannot run, each with its reason."""
@@ -676,11 +705,12 @@ class Matrix:
                             for mach in self.machines:
                                 for a in self.accels:
                                     for q in self.queues_list:
-                                        out.append(
-                                            Run(len(out), guest, variant, test, spec, dict(params), rep,
-                                                self.column_name(guest, variant, mach, a, q), machine=mach,
-                                                accel=a, queues=q)
-                                        )
+                                        for pl in self.placements:
+                                            out.append(
+                                                Run(len(out), guest, variant, test, spec, dict(params), rep,
+                                                    self.column_name(guest, variant, mach, a, q, pl),
+                                                    machine=mach, accel=a, queues=q, placement=pl)
+                                            )
         return out
 
     def backend_opts(self, spec):
@@ -720,6 +750,7 @@ class Matrix:
             "machine": self.machines,
             "queues": self.queues_list,
             "pin": self.pin,
+            "placement": self.placements,
         }
 
 

@@ -15,7 +15,7 @@ import cpu
 import kvmstats
 import peers
 import runs
-from matrix import TESTS
+from matrix import TESTS, run_pins
 from procs import BenchError
 
 OPTIONS = ("rr.sizes", "rr.instances", "rr.burst", "rr.mps", "rr.role", "stream.sizes", "stream.instances",
@@ -39,7 +39,7 @@ def execute_run(run, m, guest, logdir):
     backend = runs.backend_for(run, m, guest, row)
     if backend is None:
         return row
-    peer = peers.for_test(run.test, runs.roles(m), backend, run.params, m.pin.get("peer", ""), m.warmup)
+    peer = peers.for_test(run.test, runs.roles(m), backend, run.params, run_pins(run, m).get("peer", ""), m.warmup)
     serves = runs.guest_serves(run.test, m)
     sampler = cpu.Sampler()
     boot = None
@@ -57,6 +57,7 @@ def execute_run(run, m, guest, logdir):
                 raise BenchError(f"host peer {peer.name} did not start listening within 10s:\n{peer.proc.tail()}")
         boot, cmdline = guest.start(run, backend, m.run_timeout)
         row["cmdline"] = cmdline
+        runs.pin_vcpus(run, m, boot, row)
         exits = None
         if getattr(boot, "qmp", None):
             exits = kvmstats.Sampler(boot.qmp)
@@ -119,6 +120,10 @@ def execute_run(run, m, guest, logdir):
         row.update(kvmstats.availability(exits))
         if exits and exits.samples and runs.guest_window(obj, t_res):
             row.update(kvmstats.row_columns(kvmstats.interval(exits.samples, *runs.guest_window(obj, t_res)), obj))
+            if not any(k.startswith("kvm_") for k in row):
+                row["kvm_stats_error"] = "QMP's first sample came after the guest's interval began (a slow start)"
+        elif exits and exits.error and row.get("accel") == "kvm":
+            row["kvm_stats_error"] = exits.error[:200]  # why a KVM row has no kvm_* columns
         for k, v in obj.items():
             row[("guest_" + k) if k in runs.RESULT_META else k] = v
         h = runs.hist_of(boot.proc.text("out"))

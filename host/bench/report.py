@@ -13,7 +13,7 @@ same peers -- becomes one more column without a change here:
   tps mbps lat_*_ns kicks_per_txn reclaims_per_txn   guest/peer figures
   host_cpu_pct qemu_cpu_pct backend_cpu_pct peer_cpu_pct  (% of one CPU)
   tps_per_cpu mbps_per_cpu   throughput per fully busy host CPU
-  qemu_cpus backend_cpus peer_cpus   placement strings "cpu:share,..."
+  qemu_cpus vcpu_cpus backend_cpus peer_cpus   placement strings "cpu:share,..."
   accel             accelerator that ran
 
   host_us_per_txn qemu_us_per_txn ... (or _per_mb)  service demand (runs.py)
@@ -450,12 +450,16 @@ def markdown(records, cols, baseline, meta, plots=()):
 
     if meta.get("placement"):
         L += ["## Where the processes ran", "", "Share of each process's CPU time per host CPU (from field 39 of /proc/PID/task/*/stat, weighted by thread CPU time), per run:", ""]
-        L += ["| run | column | test | backend | qemu | qemu threads (CPU mostly on) | backend process | peer |",
-              "|---|---|---|---|---|---|---|---|"]
+        L += ["| run | column | test | backend | qemu | vCPU thread (pin.vcpu) | qemu threads (CPU mostly on) | "
+              "backend process | backend threads | peer |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
         for p in meta["placement"]:
             threads = ", ".join(f"{t}@{c}" for t, c in (p.get("qemu_threads") or {}).items())
+            bthreads = ", ".join(f"{t}@{c}" for t, c in (p.get("backend_threads") or {}).items())
+            vcpu = (p.get("vcpu_cpus") or "-") + (f" (pinned {p['vcpu_pin']})" if p.get("vcpu_pin") else "")
             L.append(f"| {p['run']} | {p['column']} | {p['label']} | {p.get('backend', '')} | {p.get('qemu_cpus') or '-'} | "
-                     f"{threads or '-'} | {p.get('backend_cpus') or '-'} | {p.get('peer_cpus') or '-'} |")
+                     f"{vcpu} | {threads or '-'} | {p.get('backend_cpus') or '-'} | {bthreads or '-'} | "
+                     f"{p.get('peer_cpus') or '-'} |")
         L.append("")
 
     if meta.get("failures"):

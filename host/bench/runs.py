@@ -30,8 +30,9 @@ import re
 import time
 
 import backends
+import kvmstats
 import procs
-from matrix import TESTS
+from matrix import TESTS, run_pins
 from procs import BenchError
 
 # RESULT keys that name the run rather than measure it: kept with a
@@ -61,6 +62,8 @@ def base_row(run, m):
         "backend": run.backend,
         "machine": run.machine or m.machine,
         "queues": run.queues or getattr(m, "queues", 1),
+        "placement": run.placement or (getattr(m, "placements", None) or ["pinned"])[0],
+        "pins": {k: v for k, v in run_pins(run, m).items() if v},
         "role": roles(m).get(TESTS[run.test]["kind"], "server"),
         "status": "error",
         "error": None,
@@ -226,9 +229,25 @@ def backend_for(run, m, guest, row):
     """The run's backend, or None with row marked skipped when the guest
     cannot run this test on it (ndr.py uses it too)."""
     name, opts = m.backend_opts(run.backend)
-    backend = backends.make(name, run.backend, opts, m.pin.get("backend", ""), run.queues or getattr(m, "queues", 1))
+    backend = backends.make(name, run.backend, opts, run_pins(run, m).get("backend", ""), run.queues or getattr(m, "queues", 1))
     reason = guest.supports(run.test, backend)
     if reason:
         row.update(status="skipped", error=reason, wall_s=0.0)
         return None
     return backend
+
+
+def pin_vcpus(run, m, boot, row):
+    """pin.vcpu: move the boot's vCPU threads onto their CPUs as soon as
+    QEMU answers on QMP (before the guest's warm-up ends); the row gets
+    `vcpu_pin` (the list) and `vcpu_tids`. A guest without QMP cannot."""
+    spec = run_pins(run, m).get("vcpu")
+    if not spec:
+        return
+    if not getattr(boot, "qmp", None):
+        raise BenchError(f"pin.vcpu={spec}: this guest has no QMP socket to name its vCPU threads; use pin.qemu")
+    try:
+        tids = kvmstats.pin_vcpus(boot.qmp, backends.cpu_list(spec))
+    except (kvmstats.QmpError, OSError, ValueError) as e:
+        raise BenchError(f"pin.vcpu={spec}: {e}")
+    row.update(vcpu_pin=spec, vcpu_tids=sorted(tids.values()))

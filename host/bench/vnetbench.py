@@ -360,7 +360,8 @@ def write_results(out, rows, columns, baseline, meta):
             {"run": r["run"], "column": r["column"],
              "label": f"{r['test']} {r.get('instances') or r.get('msg') or r.get('size')}",
              "backend": r.get("backend"), "qemu_cpus": r.get("qemu_cpus"), "qemu_threads": r.get("qemu_threads"),
-             "backend_cpus": r.get("backend_cpus"), "peer_cpus": r.get("peer_cpus")}
+             "backend_cpus": r.get("backend_cpus"), "backend_threads": r.get("backend_threads"),
+             "peer_cpus": r.get("peer_cpus"), "vcpu_cpus": r.get("vcpu_cpus"), "vcpu_pin": r.get("vcpu_pin")}
             for r in rows if r["status"] == "ok"
         ]
         records, cols = report.summarise(rows, columns, baseline)

@@ -1097,6 +1097,8 @@ class FakeQmp:
                                       {"name": "halt_poll_success_hist", "value": [1, 2, 3]}]} for i in (0, 1)]
                 else:
                     ret = [{"provider": "kvm", "target": "vm", "stats": [{"name": "remote_tlb_flush", "value": 7}]}]
+            elif cmd["execute"] == "query-cpus-fast":
+                ret = [] if self.empty else [{"cpu-index": i, "thread-id": 4000 + i, "target": "x86_64"} for i in (0, 1)]
             f.write(json.dumps({"event": "NOISE"}) + "\n")  # events interleave with replies
             f.write(json.dumps({"return": ret}) + "\n")
             f.flush()
@@ -1223,3 +1225,87 @@ def test_harness_kvm_columns_ndr_pairs_memcached(t):
     cols = kvmstats.row_columns(kvmstats.interval(kvm.samples, t0, t1), {"test": "memcached", "transactions": 2000})
     if not approx(cols.get("kvm_exits_per_txn"), round(exits / 2000, 4)) or "kvm_exits_per_mb" in cols:
         raise Fail(f"memcached rows: per command (transaction), not per MB: {cols}")
+
+
+def test_harness_placement_axis(t):
+    """`placement = free pinned` runs every column unpinned and pinned in
+    one run (COLUMN@free, COLUMN@pinned): free keeps only testpmd's lcores,
+    pinned adds pin.qemu, pin.vcpu and pin.peer; pin.vcpu moves QEMU's
+    vCPU threads (QMP query-cpus-fast) and the report's placement table
+    says where the vCPU thread, QEMU, testpmd and the peer ran. A real
+    pair of TCG runs (root) must show the pinned vCPU on its CPU."""
+    import kvmstats
+    import matrix
+    base = ["--tests", "tcp_rr", "--rr-instances", "1", "--repetitions", "1"]
+    r = vnetbench(base + ["--placement", "free,pinned", "--pin-vcpu", "0", "--pin-peer", "1", "--list"], timeout=60)
+    cols = re.findall(r"^tcp_rr \S+ x1 (\S+) tap rep 1$", r.stdout, re.M)
+    if r.returncode or cols != ["default@free", "default@pinned"]:
+        raise Fail(f"placement axis --list: expected default@free, default@pinned, got {cols} ({r.stderr[-300:]})")
+    r = vnetbench(base + ["--pin-vcpu", "0", "--list"], timeout=60)
+    if r.returncode or re.findall(r"^tcp_rr \S+ x1 (\S+) tap", r.stdout, re.M) != ["default"]:
+        raise Fail(f"one placement: expected the plain column name, got {r.stdout[-300:]}{r.stderr[-300:]}")
+    ncpu = os.cpu_count() or 1
+    for args, msg in ((["--placement", "free,nosuch"], "give free, pinned or both"),
+                      (["--placement", "free,free"], "give free, pinned or both"),
+                      (["--placement", "free,pinned"], "pinned would pin nothing"),
+                      (["--pin-vcpu", "zero"], "bad pin.vcpu 'zero'"),
+                      (["--pin-vcpu", str(ncpu)], f"pin.vcpu={ncpu}: this host has CPUs 0..{ncpu - 1} only")):
+        r = vnetbench(base + args + ["--list"], timeout=60)
+        if r.returncode != 2 or msg not in r.stderr:
+            raise Fail(f"{args}: expected status 2 and '{msg}', got {r.returncode}: {r.stderr[-300:]}")
+    # Which CPU lists hold for a run of each placement.
+    m = matrix.Matrix(dict(tests="udp_rr", placement="free pinned", repetitions="1", **{"rr.instances": "1", "pin.vcpu": "0", "pin.peer": "0",
+                                                                       "pin.backend": "0,1"}),
+                      {}, lambda v: "" if v == "default" else None, ["vnetlab"])
+    runs_ = m.runs()
+    got = [(r_.column, matrix.run_pins(r_, m)) for r_ in runs_]
+    want = [("default@free", {"backend": "0,1"}),
+            ("default@pinned", {"qemu": "", "peer": "0", "backend": "0,1", "vcpu": "0"})]
+    if got != want:
+        raise Fail(f"run_pins: expected {want}, got {got}")
+    # pin_vcpus: every vCPU thread QMP names gets the CPU set; none named is an error.
+    with tempfile.TemporaryDirectory() as d:
+        calls = []
+        srv = FakeQmp(os.path.join(d, "q.sock"))
+        tids = kvmstats.pin_vcpus(os.path.join(d, "q.sock"), [1], setaffinity=lambda tid, c: calls.append((tid, c)))
+        srv.close()
+        if tids != {0: 4000, 1: 4001} or calls != [(4000, {1}), (4001, {1})]:
+            raise Fail(f"pin_vcpus: expected both vCPU threads on CPU 1, got {tids} {calls}")
+        srv = FakeQmp(os.path.join(d, "e.sock"), empty=True)
+        try:
+            kvmstats.pin_vcpus(os.path.join(d, "e.sock"), [1], setaffinity=lambda tid, c: calls.append((tid, c)))
+            raise Fail("pin_vcpus with no vCPU named must fail, not pass for pinned")
+        except kvmstats.QmpError:
+            pass
+        srv.close()
+    # The vCPU thread's own share, beside the whole QEMU's.
+    hz = cpu.HZ
+    st = {"all": (0, 2), 0: (0, 1), 1: (0, 1)}
+    a = (0.0, st, {"qemu": (42, 0, {1: ("qemu-system-x86", 0, 0), 2: ("CPU 0/KVM", 1, 0)})})
+    b = (1.0, {"all": (hz, 2 * hz), 0: (hz // 2, hz), 1: (hz // 2, hz)},
+         {"qemu": (42, hz, {1: ("qemu-system-x86", 0, hz // 4), 2: ("CPU 0/KVM", 1, 3 * hz // 4)})})
+    row = cpu.row_columns(cpu.figures(a, b, [a, b]))
+    if row.get("vcpu_cpus") != "1:100%" or row.get("qemu_cpus") != "0:25%,1:75%":
+        raise Fail(f"vcpu_cpus must be the vCPU thread's own placement: {row}")
+    if os.geteuid() != 0:
+        return
+    out = tempfile.mkdtemp(prefix="vnetlab-placement-")
+    t.cleanups.append(lambda: shutil.rmtree(out, ignore_errors=True))
+    vcpu = str(ncpu - 1)
+    r = vnetbench(base + ["--accel", "tcg", "--placement", "free,pinned", "--pin-vcpu", vcpu, "--seconds", "1",
+                          "--warmup", "1", "--out", out], timeout=300)
+    if r.returncode:
+        raise Fail(f"placement run failed ({r.returncode}): {r.stdout[-600:]}{r.stderr[-300:]}")
+    with open(os.path.join(out, "results.jsonl")) as f:
+        rows = {row["column"]: row for row in map(json.loads, f)}
+    free, pinned = rows.get("default@free", {}), rows.get("default@pinned", {})
+    if free.get("placement") != "free" or free.get("vcpu_pin") or free.get("pins"):
+        raise Fail(f"the free row must pin nothing: {free.get('placement')} {free.get('vcpu_pin')} {free.get('pins')}")
+    share = dict(x.split(":") for x in (pinned.get("vcpu_cpus") or "").split(",") if x)
+    if (pinned.get("placement") != "pinned" or pinned.get("vcpu_pin") != vcpu or not pinned.get("vcpu_tids")
+            or int(share.get(vcpu, "0%").rstrip("%")) < 90):
+        raise Fail(f"the pinned row's vCPU thread must run on CPU {vcpu}: {pinned.get('vcpu_pin')} "
+                   f"{pinned.get('vcpu_tids')} {pinned.get('vcpu_cpus')}")
+    md = open(os.path.join(out, "report.md")).read()
+    if not re.search(rf"\| default@pinned \| tcp_rr 1 \| tap \| [^|]* \| [^|]*{vcpu}:\d+%[^|]*\(pinned {vcpu}\) \|", md):
+        raise Fail(f"report.md's placement table lacks the pinned vCPU:\n{md[md.find('Where the processes'):][:1500]}")
