@@ -117,7 +117,7 @@ def bounds(loads, loss_pct, duration_sum, exceed_ratio):
     return lo, hi, None
 
 
-def _goal(goal, loss_pct, phases, max_rate, min_rate, loads, trial):
+def _goal(goal, loss_pct, phases, exceed_ratio, max_rate, min_rate, loads, trial):
     """One goal's search over the shared trials (loads: rate -> counted
     trials), phase by phase (duration sum, width %): measure an undecided
     candidate bound again, else find an upper bound (the maximum load),
@@ -127,7 +127,7 @@ def _goal(goal, loss_pct, phases, max_rate, min_rate, loads, trial):
     lo = hi = None
     for dsum, width in phases:
         while True:
-            lo, hi, again = bounds(loads, loss_pct, dsum, EXCEED)
+            lo, hi, again = bounds(loads, loss_pct, dsum, exceed_ratio)
             if again is not None:
                 trial(again, goal)
                 continue
@@ -147,9 +147,6 @@ def _goal(goal, loss_pct, phases, max_rate, min_rate, loads, trial):
     return lo or 0, hi
 
 
-EXCEED = 0.5  # set by search() for _goal (one search at a time)
-
-
 def search(run_trial, max_rate, pdr_pct=0.5, precision_pct=0.5, min_rate=1, trial_s=1.0, duration_sum=None,
            exceed_ratio=0.5, warmup=True):
     """NDR and PDR in one search after MLRsearch (RFC 9971, FD.io CSIT):
@@ -165,8 +162,6 @@ def search(run_trial, max_rate, pdr_pct=0.5, precision_pct=0.5, min_rate=1, tria
     cold guest and generator). Returns {"ndr", "pdr" (frames/s; 0 when
     even min_rate fails), "ndr_upper", "pdr_upper" (None: no load failed),
     "steps": every trial in order, warmup, goal and pass included}."""
-    global EXCEED
-    EXCEED = exceed_ratio
     dsum = max(trial_s, duration_sum or trial_s)
     # CSIT's preceding targets: each phase halves the width and doubles
     # the duration sum of the one before, from one trial per load.
@@ -190,8 +185,8 @@ def search(run_trial, max_rate, pdr_pct=0.5, precision_pct=0.5, min_rate=1, tria
 
     if warmup:
         trial(max_rate, "warmup", warm=True)
-    ndr, ndr_hi = _goal("ndr", 0.0, phases, max_rate, min_rate, loads, trial)
-    pdr, pdr_hi = _goal("pdr", pdr_pct, phases, max_rate, min_rate, loads, trial)
+    ndr, ndr_hi = _goal("ndr", 0.0, phases, exceed_ratio, max_rate, min_rate, loads, trial)
+    pdr, pdr_hi = _goal("pdr", pdr_pct, phases, exceed_ratio, max_rate, min_rate, loads, trial)
     return {"ndr": ndr, "pdr": pdr, "ndr_upper": ndr_hi, "pdr_upper": pdr_hi, "steps": steps,
             "settings": {"trial_s": trial_s, "duration_sum": dsum, "exceed_ratio": exceed_ratio,
                          "width_pct": precision_pct, "warmup": warmup, "pdr_pct": pdr_pct}}
