@@ -132,13 +132,18 @@ KEYS = {
     "pkt.burst": ("32", "pkt_txonly: frames the appliance sends per pass at most (pkt.burst)"),
     "pkt.generator": ("python", "pkt_rxonly: the host generator, python (tests/tools/pktpeer.py send) or testpmd (dpdk-testpmd txonly on the guest's vhost-user port, or its net_af_packet PMD on the tap); pkt_txonly: the sink, python (pktpeer.py recv) or testpmd (rxonly); hostgen.py"),
     "ndr.sizes": ("64", "ndr: frame sizes in bytes given to the device (FCS excluded), 64..1518 or imix (table rows)"),
-    "ndr.trial": ("2", "ndr: seconds per trial of the search"),
+    "ndr.trial": ("1", "ndr: seconds per trial of the search (MLRsearch's final trial duration)"),
+    "ndr.duration_sum": ("21", "ndr: seconds of trials a load needs for its verdict in the last phase (MLRsearch's goal duration sum; 1 = one trial per load)"),
+    "ndr.exceed_ratio": ("50", "ndr: percent of a load's duration sum that may be high-loss trials and the load still pass (MLRsearch's exceed ratio)"),
+    "ndr.warmup": ("1", "ndr: 1 = the search's first trial runs at ndr.max_rate and is not counted (a warm-up), 0 = none"),
+    "ndr.settle": ("0.5", "ndr: seconds a trial waits after the last frame sent or back before its counters are read and its marker sent"),
+    "ndr.repeat": ("1", "ndr: searches per run, in the same boot (the row's figures are their median; report.md gives the spread)"),
     "ndr.mode": ("macswap", "ndr: the appliance's app=pkt mode, macswap (the PVP loop) or reflect"),
     "ndr.max_rate": ("200000", "ndr: the first (highest) offered rate, frames/s"),
     "ndr.pdr": ("0.5", "ndr: PDR's loss bound in percent (NDR: 0)"),
-    "ndr.precision": ("5", "ndr: the search ends when [pass, fail) is at most this percent of the failing rate"),
-    "ndr.generator": ("python", "ndr: who offers each trial's frames, python (tests/tools/pktpeer.py swap, some tens of kpps here) or pacegen (host/pktgen/pacegen.c, paced in C, one frame size; pktpeer.py still counts what comes back)"),
-    "ndr.latency": ("", "ndr: after the search, one trial at each of these percentages of the NDR found (e.g. 10 50 90 99), the peer timing every frame's round trip: latency against offered load at the packet level (report.md's latency table; none by default)"),
+    "ndr.precision": ("0.5", "ndr: the search's width: it ends when [lower, upper bound) is at most this percent of the upper bound"),
+    "ndr.generator": ("auto", "ndr: who offers each trial's frames, python (tests/tools/pktpeer.py swap, some tens of kpps here), pacegen (host/pktgen/pacegen.c, paced in C, one frame size; pktpeer.py still counts what comes back) or auto (pacegen, python for imix)"),
+    "ndr.latency": ("", "ndr: after the searches, one trial at each of these percentages of the PDR found (median of the searches; e.g. 0 10 50 90; 0 = ndr.LAT0_PPS frames/s or 1 % of the PDR, the lower), the peer timing every frame's round trip from the generator's stamp: latency against offered load at the packet level (report.md's latency table; none by default)"),
     "accel": ("auto", "accelerators, an axis like machine: auto|kvm|tcg, passed to host/qemu-run.sh --accel (kvm also takes this machine kind's kvm_pvm in native mode; the stock Linux guest runs KVM only on hardware virtualisation and TCG otherwise, named in its rows); with more than one, every column splits into COLUMN@ACCEL"),
     "cpu": ("", "QEMU CPU model of every guest (default: per accelerator, guests.CPU_MODEL: TCG qemu64, KVM host)"),
     "machine": ("pc", "machines, an axis like backends: pc, q35, microvm (no PCI: virtio-mmio found through ACPI), microvm-noacpi (microvm,acpi=off: virtio-mmio from the kernel command line, interrupts through the 8259 instead of an I/O APIC); with more than one, every column splits into COLUMN@MACHINE"),
@@ -435,12 +440,26 @@ class Matrix:
             raise BenchError(f"bad ndr.mode '{self.ndr_mode}' (macswap|reflect)")
         self.ndr_max_rate = self._int("ndr.max_rate", 2, 100000000)
         self.ndr_generator = str(s["ndr.generator"]).strip()
-        if self.ndr_generator not in ("python", "pacegen"):
-            raise BenchError(f"bad ndr.generator '{self.ndr_generator}' (python|pacegen)")
+        if self.ndr_generator not in ("python", "pacegen", "auto"):
+            raise BenchError(f"bad ndr.generator '{self.ndr_generator}' (python|pacegen|auto)")
         if self.ndr_generator == "pacegen" and "imix" in self.ndr_sizes:
             raise BenchError("ndr.generator = pacegen sends one frame size: ndr.sizes without imix")
         lat = split_list(s["ndr.latency"])
-        self.ndr_latency = parse_fractions(lat) if lat else []
+        # 0 % (the latency stream alone) is a load here, not in load.fractions.
+        zero = [x for x in lat if x.strip() in ("0", "0%")]
+        rest = [x for x in lat if x.strip() not in ("0", "0%")]
+        if len(zero) > 1:
+            raise BenchError(f"ndr.latency lists 0 twice: {' '.join(lat)}")
+        self.ndr_latency = [0] * len(zero) + (parse_fractions(rest) if rest else [])
+        self.ndr_duration_sum, self.ndr_repeat = self._int("ndr.duration_sum", 1, 3600), self._int("ndr.repeat", 1, 100)
+        self.ndr_warmup = self._int("ndr.warmup", 0, 1)
+        try:
+            self.ndr_exceed, self.ndr_settle = float(s["ndr.exceed_ratio"]), float(s["ndr.settle"])
+        except ValueError:
+            raise BenchError(f"ndr.exceed_ratio and ndr.settle take numbers, not '{s['ndr.exceed_ratio']}', "
+                             f"'{s['ndr.settle']}'")
+        if not (0 <= self.ndr_exceed < 100 and 0 <= self.ndr_settle <= 30):
+            raise BenchError("ndr.exceed_ratio is a percentage 0..99, ndr.settle seconds 0..30")
         try:
             self.ndr_pdr, self.ndr_precision = float(s["ndr.pdr"]), float(s["ndr.precision"])
         except ValueError:
@@ -512,8 +531,10 @@ class Matrix:
             raise BenchError("pin.vcpu: guest pairs have no vCPU pinning (pairs.py); use pin.qemu")
         self.run_timeout = int(s["run_timeout"]) if str(s["run_timeout"]).strip() else self.seconds + self.warmup + 60
         if "ndr" in self.tests and not str(s["run_timeout"]).strip():
-            # A search is ~20 trials, each with a peer start around it.
-            self.run_timeout = max(self.run_timeout, 40 * (self.ndr_trial + 3) + 60)
+            # A search is up to ~40 trials and 4 per second of the duration
+            # sum (MLRsearch's last phase), each with a peer start around it.
+            trials = (40 + 4 * self.ndr_duration_sum // self.ndr_trial) * self.ndr_repeat + 5
+            self.run_timeout = max(self.run_timeout, trials * (self.ndr_trial + 3) + 60)
 
         self.columns = [(g, v) for g in self.guests for v in (self.variants if g == "vnetlab" else [g])]
         if self.pairs:
@@ -606,6 +627,12 @@ class Matrix:
                              "connections it opens must come back on its queue), which QEMU gives on tap "
                              "(host/qemu-run.sh --queues: rss=on) but not on vhost-user")
 
+    def ndr_gen(self, size):
+        """ndr.generator for one frame size: auto is pacegen, python for imix."""
+        if self.ndr_generator != "auto":
+            return self.ndr_generator
+        return "python" if size == "imix" else "pacegen"
+
     def _int(self, k, lo, hi):
         try:
             v = int(str(self.raw[k]))
@@ -679,8 +706,10 @@ class Matrix:
         if kind == "ndr":
             return [dict(size=z, trial=self.ndr_trial, mode=self.ndr_mode, max_rate=self.ndr_max_rate,
                          pdr=self.ndr_pdr, precision=self.ndr_precision, seconds=self.ndr_trial,
+                         duration_sum=self.ndr_duration_sum, exceed_ratio=self.ndr_exceed, warmup=self.ndr_warmup,
+                         settle=self.ndr_settle, repeat=self.ndr_repeat,
                          **({"latency": self.ndr_latency} if self.ndr_latency else {}),
-                         **({"generator": self.ndr_generator} if self.ndr_generator != "python" else {}))
+                         **({"generator": self.ndr_gen(z)} if self.ndr_gen(z) != "python" else {}))
                     for z in self.ndr_sizes]
         return [dict(size=z, seconds=self.seconds) for z in self.ping_sizes]
 

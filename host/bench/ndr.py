@@ -1,39 +1,46 @@
 """ndr.py: the zero-loss throughput search (RFC 2544 26.1 "throughput";
-FD.io CSIT's NDR and PDR) and its run kind, `tests = ndr` in a matrix.
+FD.io CSIT's NDR and PDR after MLRsearch, RFC 9971) and its run kind,
+`tests = ndr` in a matrix.
 
-The search is a binary search over the offered rate, one trial of
-`ndr.trial` seconds per step, for two goals in turn:
+One search finds both goals over shared trials of `ndr.trial` seconds:
 
-  NDR  the highest rate with no frame lost;
-  PDR  the highest rate with at most `ndr.pdr` percent lost (0.5).
+  NDR  the highest load with no frame lost;
+  PDR  the highest load with at most `ndr.pdr` percent lost (0.5).
 
-It starts at `ndr.max_rate`; a rate that passes ends the goal there, else
-the rate is halved until one passes, then the interval [pass, fail) is
-bisected until its width is at most `ndr.precision` percent of the
-failing rate. PDR starts from what the NDR trials already showed (every
-trial is kept: a rate that lost nothing passes both goals, one that lost
-less than the PDR ratio passes PDR), so it costs a few trials more. Every
-trial is a step in the row (`ndr_steps`: goal, rate, sent, received, loss,
-pass), in the JSONL.
+A load's verdict for a goal comes from all its trials (classify()): it
+is an upper bound once more than `ndr.exceed_ratio` (50 %) of
+`ndr.duration_sum` seconds (21) were high-loss trials, a lower bound
+once that can no longer happen; until then it is measured again. The
+search ends for a goal when [lower, upper bound) is within `ndr.precision`
+percent (the width, 0.5) of the upper bound; earlier phases with half the
+duration sum and twice the width each narrow it cheaply from one trial per
+load. The first trial runs at `ndr.max_rate` and is not counted (a
+warm-up, `ndr.warmup`). Every trial is a step in the row (`ndr_steps`:
+search, goal, rate, sent, received, loss, pass, warmup), in the JSONL;
+`ndr.repeat` searches run in one boot (`ndr_searches`; the row's figures
+are their medians).
 
 A trial against the appliance (execute_run): the guest runs `app=pkt`
 in the matrix's `ndr.mode` (macswap: the PVP loop; reflect) for the whole
 search; tests/tools/pktpeer.py `swap` in the backend's namespace offers
-rate x trial frames of the row's size and counts what comes back, then a
-trial marker. Loss is counted at both ends: the peer's own (sent - back)
-is the trial's loss; the guest's PKT_TRIAL line for the marker says what
-it received and forwarded of that trial, so each step also says where the
-frames were lost (`tap_tx_dropped` into the guest, the peer socket's drops
-out of it) and whether that closes (`closes`); the guest's RESULT at the
-end must add up with the peer's totals (`ndr_check`).
+rate x trial frames of the row's size and counts what comes back, waits
+`ndr.settle` seconds after the last frame sent or back, reads the
+counters and sends a trial marker. Loss is counted at both ends: the
+peer's own (sent - back) is the trial's loss; the guest's PKT_TRIAL line
+for the marker says what it received and forwarded of that trial, so
+each step also says where the frames were lost (`tap_tx_dropped` into the
+guest, the peer socket's drops out of it) and whether that closes
+(`closes`); the guest's RESULT at the end must add up with the peer's
+totals (`ndr_check`).
 
-The host generator is a Python raw socket: it offers some tens of
-thousands of frames per second at most, so the search finds the smaller
-of the guest's and the generator's limit; each step records what was
-really offered (`offered_pps`), and a figure whose trial the generator
-could not offer in time is marked `ndr_generator_limited` (a floor). The
-testpmd generators and the backend's no-guest reference (hostgen.py) do
-not drive the search yet.
+The frames come from `ndr.generator`: pacegen (host/pktgen/pacegen.c,
+paced in C, one frame size; the default, `auto`, for every size but
+imix) or the Python raw socket (some tens of thousands of frames per
+second at most: the search then finds the smaller of the guest's and the
+generator's limit). Each step records what was really offered
+(`offered_pps`), and a figure whose trial the generator could not offer
+in time is marked `ndr_generator_limited` (a floor). The backend's
+no-guest reference (hostgen.py) does not drive the search yet.
 """
 
 import json
@@ -70,81 +77,154 @@ def passes(trial, loss_pct):
     return lost * 100.0 <= loss_pct * trial["sent"]
 
 
-def _search(goal, loss_pct, lo, hi, max_rate, min_rate, precision_pct, run_trial, steps):
-    """Binary search for goal between a passing lo (or None) and a failing
-    hi (or None), from the trials already in steps; returns the rate found
-    (0 when even min_rate fails)."""
+def classify(trials, loss_pct, duration_sum, exceed_ratio):
+    """MLRsearch's load classification (RFC 9971): "lower" (a lower
+    bound), "upper" or None (undecided: more trials needed) for the
+    counted trials of one load against a goal. A trial is high-loss when
+    it loses more than loss_pct %; the load is an upper bound once its
+    high-loss seconds exceed exceed_ratio of the duration sum even if
+    every missing second were low-loss, a lower bound once they cannot,
+    even if every missing second were high-loss."""
+    good = sum(t["duration"] for t in trials if passes(t, loss_pct))
+    bad = sum(t["duration"] for t in trials if not passes(t, loss_pct))
+    whole = max(good + bad, duration_sum)
+    limit = whole * exceed_ratio
+    if whole - good <= limit + 1e-9:
+        return "lower"
+    if bad > limit + 1e-9:
+        return "upper"
+    return None
 
-    def trial(rate):
-        t = dict(run_trial(rate))
-        t.update(goal=goal, rate=rate, loss=t["sent"] - t["received"],
-                 loss_pct=round(100.0 * (t["sent"] - t["received"]) / t["sent"], 4) if t["sent"] else None)
-        t["pass"] = passes(t, loss_pct)
-        steps.append(t)
-        return t["pass"]
 
-    if lo is None and hi is None:
-        if trial(max_rate):
-            return max_rate
-        hi = max_rate
-    if lo is None:
-        # Halve from the failing rate until one passes.
-        rate = hi
+def bounds(loads, loss_pct, duration_sum, exceed_ratio):
+    """(lower bound, upper bound, load to measure again) of a goal from the
+    counted trials per load. An undecided load counts on the side its
+    trials so far lean to (high-loss seconds above the exceed ratio of
+    what was measured: upper); the upper candidate is the lowest load on
+    the upper side, the lower candidate the highest below it on the lower
+    side (a lower bound above an upper one, noise, is not used: the search
+    stays on the safe side). An undecided candidate is returned to measure
+    again (the upper first) with both bounds None, else the two decided
+    bounds (None where there is none)."""
+    cls = {r: classify(ts, loss_pct, duration_sum, exceed_ratio) for r, ts in loads.items()}
+
+    def upper_side(r):
+        if cls[r]:
+            return cls[r] == "upper"
+        return classify(loads[r], loss_pct, 0.0, exceed_ratio) == "upper"
+
+    up = [r for r in loads if upper_side(r)]
+    hi = min(up) if up else None
+    lo = max([r for r in loads if not upper_side(r) and (hi is None or r < hi)], default=None)
+    for r in (hi, lo):
+        if r is not None and cls[r] is None:
+            return None, None, r
+    return lo, hi, None
+
+
+def _goal(goal, loss_pct, phases, exceed_ratio, max_rate, min_rate, loads, trial):
+    """One goal's search over the shared trials (loads: rate -> counted
+    trials), phase by phase (duration sum, width %): measure an undecided
+    candidate bound again, else find an upper bound (the maximum load),
+    then a lower one (halving), then bisect until the bounds are within
+    the width. Returns (lower bound or 0, upper bound or None) of the last
+    phase."""
+    lo = hi = None
+    for dsum, width in phases:
         while True:
-            rate = rate // 2
-            if rate < min_rate:
-                return 0
-            if trial(rate):
-                lo = rate
+            lo, hi, again = bounds(loads, loss_pct, dsum, exceed_ratio)
+            if again is not None:
+                trial(again, goal)
+                continue
+            if hi is None:
+                if lo == max_rate:
+                    break  # the maximum load is a lower bound: done
+                trial(max_rate, goal)
+                continue
+            if lo is None:
+                if hi <= min_rate:
+                    break  # even the lowest load fails
+                trial(max(min_rate, hi // 2), goal)
+                continue
+            if hi - lo <= width / 100.0 * hi or hi - lo <= 1:
                 break
-            hi = rate
-    if hi is None:
-        return lo
-    while (hi - lo) * 100.0 > precision_pct * hi and hi - lo > 1:
-        mid = (lo + hi) // 2
-        if trial(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+            trial((lo + hi) // 2, goal)
+    return lo or 0, hi
 
 
-def bounds(steps, loss_pct):
-    """(highest passing, lowest failing) rate of the trials so far for a
-    loss ratio; None where there is none. A failing rate below a passing
-    one (noise) keeps the lower failing rate: the search stays honest."""
-    ok = [s["rate"] for s in steps if passes(s, loss_pct)]
-    bad = [s["rate"] for s in steps if not passes(s, loss_pct)]
-    hi = min(bad) if bad else None
-    lo = max([r for r in ok if hi is None or r < hi], default=None)
-    return lo, hi
+def search(run_trial, max_rate, pdr_pct=0.5, precision_pct=0.5, min_rate=1, trial_s=1.0, duration_sum=None,
+           exceed_ratio=0.5, warmup=True):
+    """NDR and PDR in one search after MLRsearch (RFC 9971, FD.io CSIT):
+    run_trial(rate) -> {"sent": N, "received": N, ...}, one trial of
+    trial_s seconds. Each load's trials are kept and count for both goals
+    (NDR: 0 % loss, PDR: pdr_pct %): a load is classified by the duration
+    sum of its trials (duration_sum, default one trial) and the exceed
+    ratio. Earlier phases narrow the interval cheaply (from one trial per
+    load; each phase halves the width and doubles the duration sum of the
+    one before); the last needs the whole duration sum at the loads that
+    bound the result, within precision_pct % (the width).
+    With warmup, the first trial runs at max_rate and is not counted (a
+    cold guest and generator). Returns {"ndr", "pdr" (frames/s; 0 when
+    even min_rate fails), "ndr_upper", "pdr_upper" (None: no load failed),
+    "steps": every trial in order, warmup, goal and pass included}."""
+    dsum = max(trial_s, duration_sum or trial_s)
+    # CSIT's preceding targets: each phase halves the width and doubles
+    # the duration sum of the one before, from one trial per load.
+    phases = [(dsum, precision_pct)]
+    while phases[0][0] / 2 >= trial_s and phases[0][1] < 25:
+        phases.insert(0, (phases[0][0] / 2, phases[0][1] * 2))
+    if phases[0][0] > trial_s:
+        phases.insert(0, (trial_s, min(phases[0][1] * 2, 50.0)))
+    steps, loads = [], {}
 
+    def trial(rate, goal, warm=False):
+        t = dict(run_trial(rate))
+        lost = t["sent"] - t["received"]
+        t.update(goal=goal, rate=rate, duration=trial_s, loss=lost,
+                 loss_pct=round(100.0 * lost / t["sent"], 4) if t["sent"] else None,
+                 warmup=warm, search_trial=len(steps))
+        t["pass"] = passes(t, 0.0 if goal in ("ndr", "warmup") else pdr_pct)
+        steps.append(t)
+        if not warm:
+            loads.setdefault(rate, []).append(t)
 
-def search(run_trial, max_rate, pdr_pct=0.5, precision_pct=5.0, min_rate=1):
-    """NDR then PDR; run_trial(rate) -> {"sent": N, "received": N, ...}.
-    Returns {"ndr": rate, "pdr": rate, "steps": [...]} (rates in frames/s)."""
-    steps = []
-    ndr = _search("ndr", 0.0, None, None, max_rate, min_rate, precision_pct, run_trial, steps)
-    lo, hi = bounds(steps, pdr_pct)  # never both None: NDR ran at least one trial
-    pdr = _search("pdr", pdr_pct, lo, hi, max_rate, min_rate, precision_pct, run_trial, steps)
-    return {"ndr": ndr, "pdr": max(pdr, ndr), "steps": steps}
+    if warmup:
+        trial(max_rate, "warmup", warm=True)
+    ndr, ndr_hi = _goal("ndr", 0.0, phases, exceed_ratio, max_rate, min_rate, loads, trial)
+    pdr, pdr_hi = _goal("pdr", pdr_pct, phases, exceed_ratio, max_rate, min_rate, loads, trial)
+    return {"ndr": ndr, "pdr": pdr, "ndr_upper": ndr_hi, "pdr_upper": pdr_hi, "steps": steps,
+            "settings": {"trial_s": trial_s, "duration_sum": dsum, "exceed_ratio": exceed_ratio,
+                         "width_pct": precision_pct, "warmup": warmup, "pdr_pct": pdr_pct}}
 
 
 class SimulatedSink:
     """A sink that forwards at most `limit` frames/s and loses the rest,
     plus `noise` frames lost per trial above `noise_from` (for tests): the
-    search must find the limit without a VM."""
+    search must find the limit without a VM. With p_below/p_above (and a
+    seed), a noisy curve instead: a trial at or below the limit loses
+    `noise` (at least 1) frames with probability p_below, one above it
+    with p_above, else nothing (trials at a rate are independent); with
+    cold, the first trial loses that many frames whatever its rate."""
 
-    def __init__(self, limit, trial_s=1.0, noise=0, noise_from=None):
+    def __init__(self, limit, trial_s=1.0, noise=0, noise_from=None, p_below=None, p_above=None, seed=1, cold=0):
+        import random
         self.limit, self.trial_s, self.noise, self.noise_from = limit, trial_s, noise, noise_from
+        self.p_below, self.p_above, self.cold = p_below, p_above, cold
+        self.rng = random.Random(seed)
         self.trials = 0
 
     def __call__(self, rate):
         self.trials += 1
         sent = int(rate * self.trial_s)
-        got = min(sent, int(self.limit * self.trial_s))
-        if self.noise and self.noise_from is not None and rate >= self.noise_from:
-            got = max(0, got - self.noise)
+        if self.p_below is not None:
+            p = self.p_below if rate <= self.limit else self.p_above
+            got = sent - min(sent, max(1, self.noise)) if self.rng.random() < p else sent
+        else:
+            got = min(sent, int(self.limit * self.trial_s))
+            if self.noise and self.noise_from is not None and rate >= self.noise_from:
+                got = max(0, got - self.noise)
+        if self.trials == 1 and self.cold:
+            got = max(0, got - self.cold)
         return {"sent": sent, "received": got}
 
 
@@ -156,6 +236,24 @@ def frame_bits(size):
     return (sum([64] * 7 + [570] * 4 + [1518]) / 12.0 if size == "imix" else float(size)) * 8
 
 
+LAT0_PPS = 1000  # ndr.latency's 0 %: the latency stream alone, at most this
+
+
+def median(values):
+    """The median of a list (the lower middle one of an even count: a
+    rate that was measured)."""
+    v = sorted(values)
+    return v[(len(v) - 1) // 2]
+
+
+def lat_rate(pdr, pct):
+    """The rate of a latency trial at pct % of the PDR; 0 % is the stream
+    alone: LAT0_PPS or 1 % of the PDR, the lower (at least 1)."""
+    if pct == 0:
+        return max(1, min(LAT0_PPS, int(pdr // 100)))
+    return loadlat.offered_mps(pdr, pct)
+
+
 def guest_trial(boot, number, timeout=5.0):
     """The guest's PKT_TRIAL line for trial `number` (apps/pkt.c), or None
     when it never came (the marker lost on the way)."""
@@ -164,18 +262,20 @@ def guest_trial(boot, number, timeout=5.0):
     return json.loads(pat.match(item[2]).group(1)) if item else None
 
 
-def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True, lat=False, gen="python"):
+def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True, lat=False, gen="python", settle=1.0):
     """One trial: pktpeer.py swap in the backend's namespace, its trial
     marker, and the guest's own count of the trial (marks: the guest
     prints PKT_TRIAL lines; the linux guest's XDP_TX does not, and its
     trials are counted by the peer alone). lat: the peer also times each
     frame's round trip (the trial's `rtt`). gen: who sends the frames,
-    python (pktpeer.py itself) or pacegen (ndr.generator)."""
+    python (pktpeer.py itself) or pacegen (ndr.generator). settle: seconds
+    the peer waits after the last frame sent or back before it reads the
+    counters and sends the marker (ndr.settle)."""
     if gen == "pacegen" and not os.access(PACEGEN, os.X_OK):
         raise BenchError(f"ndr.generator = pacegen: {PACEGEN} is not built (make host-tools)")
     n = max(1, int(rate * trial_s))
     number = len(log)
-    argv = backend.wrap([sys.executable, PKTPEER, "swap", backend.tap, mac, str(n), str(rate), mode, "1",
+    argv = backend.wrap([sys.executable, PKTPEER, "swap", backend.tap, mac, str(n), str(rate), mode, repr(settle),
                          str(size), str(number), "1" if lat else "0", PACEGEN if gen == "pacegen" else "python"])
     t_a = time.monotonic()
     r = procs.run(argv, timeout=trial_s * 4 + 60, check=False)
@@ -210,6 +310,24 @@ def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True, l
         t.update(guest_received=None, closes=None)  # the marker never reached the guest
         t["qemu_queues"] = qemu_queue_view(boot)
     return t
+
+
+def kvm_counters(boot):
+    """KVM's counters of the boot's QEMU now (kvmstats.sample over QMP,
+    summed over vCPUs), or None (TCG has none, or no QMP socket)."""
+    import kvmstats
+    if not getattr(boot, "qmp", None):
+        return None
+    try:
+        q = kvmstats.Qmp(boot.qmp)
+    except (kvmstats.QmpError, OSError, ValueError):
+        return None
+    try:
+        return kvmstats.sample(q) or None
+    except (kvmstats.QmpError, OSError, ValueError):
+        return None
+    finally:
+        q.close()
 
 
 def qemu_queue_view(boot):
@@ -264,29 +382,47 @@ def execute_run(run, m, guest, logdir, row):
                     for mm in [re.match(r"^(?:virtio-net: mac=|vnetlab-linux listening l2 .* mac=)(\S+)", l)] if mm),
                    None)
         gen = p.get("generator", "python")
-        found = search(lambda rate: peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"],
-                                               peer_log, marks=not linux, gen=gen),
-                       p["max_rate"], p["pdr"], p["precision"])
+        settle = p.get("settle", 1.0)
+
+        def one(rate, lat=False):
+            return peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"], peer_log, marks=not linux,
+                              lat=lat, gen=gen, settle=settle)
+
+        # ndr.repeat searches in this boot, each after MLRsearch with its
+        # own warm-up; the row's figures are their medians.
+        searches, steps = [], []
+        kvm0 = kvm_counters(boot)
+        for i in range(p.get("repeat", 1)):
+            f = search(one, p["max_rate"], p["pdr"], p["precision"], trial_s=p["trial"],
+                       duration_sum=p.get("duration_sum", p["trial"]), exceed_ratio=p.get("exceed_ratio", 50) / 100.0,
+                       warmup=bool(p.get("warmup", 1)))
+            for st in f["steps"]:
+                st["search"] = i
+            steps += f["steps"]
+            searches.append({"ndr": f["ndr"], "pdr": f["pdr"], "ndr_upper": f["ndr_upper"],
+                             "pdr_upper": f["pdr_upper"], "trials": len(f["steps"])})
+        found = {"ndr": median([x["ndr"] for x in searches]), "pdr": median([x["pdr"] for x in searches])}
         # Latency against offered load: one timed trial at each
-        # ndr.latency percentage of the NDR just found, the same boot.
+        # ndr.latency percentage of the PDR found (0: the stream alone,
+        # LAT0_PPS or 1 % of the PDR), the same boot.
         lat_steps = []
         for pct in p.get("latency") or ():
-            rate = loadlat.offered_mps(found["ndr"], pct)
-            t = peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"], peer_log, marks=not linux,
-                           lat=True, gen=gen)
-            lat_steps.append(dict(t, load=pct, rate=rate))
+            rate = lat_rate(found["pdr"], pct)
+            lat_steps.append(dict(one(rate, lat=True), load=pct, rate=rate))
+        kvm1 = kvm_counters(boot)
         if exits:
             exits.settle(time.monotonic())
-        row.update(kvm_columns(exits, found["steps"] + lat_steps, found["ndr"]))
+        row.update(kvm_columns(exits, steps + lat_steps, found["ndr"]))
         obj = runs.final_result(boot, row, p["trial"] + 30, " after the search")
         bits = frame_bits(p["size"])
-        steps = found["steps"]
         row.update(ndr_pps=found["ndr"], pdr_pps=found["pdr"], ndr_mbps=round(found["ndr"] * bits / 1e6, 3),
-                   pdr_mbps=round(found["pdr"] * bits / 1e6, 3), ndr_trials=len(steps), ndr_steps=steps)
+                   pdr_mbps=round(found["pdr"] * bits / 1e6, 3), ndr_trials=len(steps) // len(searches),
+                   ndr_steps=steps, ndr_searches=searches, ndr_settings=f["settings"])
         # A figure whose trial the generator could not offer in time is a
         # floor of the guest's limit, not the limit: said in the row.
         row["ndr_generator_limited"] = any(
-            s["generator_limited"] for s in steps if s["pass"] and s["rate"] in (found["ndr"], found["pdr"]))
+            s["generator_limited"] for s in steps if s["pass"] and not s["warmup"] and
+            s["rate"] in (found["ndr"], found["pdr"]))
         row["ndr_max_offered_pps"] = max(s["offered_pps"] for s in steps)
         if lat_steps:
             row["lat_steps"] = [{k: v for k, v in t.items() if k != "rtt"} | {
@@ -318,6 +454,14 @@ def execute_run(run, m, guest, logdir, row):
         check["trials_closed"] = sum(1 for s in trials if s.get("closes"))
         check["trials_unmarked"] = sum(1 for s in trials if s.get("closes") is None)
         row["ndr_check"] = check
+        if kvm0 and kvm1 and check.get("guest_received"):
+            # KVM's exits over every trial of the boot (QMP query-stats,
+            # before the first search and after the last trial) per million
+            # frames the guest received.
+            per = 1e6 / check["guest_received"]
+            for k in ("exits", "io_exits", "halt_exits", "irq_injections"):
+                if k in kvm0 and k in kvm1:
+                    row[f"kvm_{k}_per_mframe"] = round((kvm1[k] - kvm0[k]) * per, 1)
         if check["trials_unmarked"] and not linux:
             # A trial the guest never counted makes every loss figure of
             # the run doubtful: the row fails, saying what each side saw.
@@ -380,20 +524,38 @@ def run_closes(check, linux, to_guest=0, to_peer=0):
             forwarded == check["peer_back"] + marks + check["peer_sock_drops"] + to_peer)
 
 
+def searches_of(row):
+    """The searches of a row: ndr.repeat of them in one boot
+    (ndr_searches), or the row's figures as one."""
+    return row.get("ndr_searches") or [{"ndr": row["ndr_pps"], "pdr": row["pdr_pps"],
+                                        "trials": row.get("ndr_trials")}]
+
+
+def _accel_of(column):
+    """COLUMN@ACCEL's accelerator suffix ("" without one)."""
+    return column.split("@", 1)[1] if "@" in column else ""
+
+
 def rfc2544_table(rows, columns):
     """report.md lines: frame size x column, NDR and PDR in Mpps and
-    Gbit/s (medians over repetitions), per backend."""
+    Gbit/s (medians over every search: repetitions x ndr.repeat), per
+    backend; then per backend and frame size the appliance's columns
+    against the Linux guest's and the no-guest reference's of the same
+    accelerator (x Linux, x reference: NDR / NDR)."""
     out = []
     ok = [r for r in rows if r.get("test") == "ndr" and r.get("status") == "ok"]
     if not ok:
         return out
     for backend in sorted({r["backend"] for r in ok}):
         sel = [r for r in ok if r["backend"] == backend]
+        st = sel[0].get("ndr_settings") or {}
+        how = (f"MLRsearch: duration sum {st['duration_sum']} s, exceed ratio {st['exceed_ratio'] * 100:g} %, width "
+               f"{st['width_pct']} %, warm-up {'yes' if st['warmup'] else 'no'}; " if st else "")
         out += [f"### RFC 2544 throughput ({backend}; mode {sel[0].get('mode')}, trial {sel[0].get('trial')} s, "
                 f"PDR <= {sel[0].get('pdr')} % loss)", "",
                 "NDR / PDR per frame size (RFC 2544 sizes, the FCS included; Gbit/s of those frame bytes): "
-                "Mpps, Gbit/s; median of the repetitions, n = repetitions (then the lowest-highest NDR and PDR), "
-                "trials = search steps of one run; "
+                f"{how}Mpps, Gbit/s; median of the searches, n = searches (repetitions x ndr.repeat; then the "
+                "lowest-highest NDR and PDR), trials = trials of one search (median); "
                 "generator-limited: the host peer could not offer that rate in time, the figure is a floor", ""]
         cols = [c for c in columns if any(r["column"] == c for r in sel)]
         out.append("| frame size | " + " | ".join(cols) + " |")
@@ -406,45 +568,86 @@ def rfc2544_table(rows, columns):
                 if not rs:
                     cells.append("-")
                     continue
-
-                def med(k):
-                    v = sorted(r[k] for r in rs)
-                    return v[len(v) // 2]
-
-                # The spread of the repetitions: a median alone hides a
-                # run that found half the rate.
-                spread = "" if len(rs) < 2 else (
-                    f", NDR {min(r['ndr_pps'] for r in rs) / 1e6:.4f}-{max(r['ndr_pps'] for r in rs) / 1e6:.4f}"
-                    f" PDR {min(r['pdr_pps'] for r in rs) / 1e6:.4f}-{max(r['pdr_pps'] for r in rs) / 1e6:.4f}"
-                    " Mpps")
-                cells.append(f"NDR {med('ndr_pps') / 1e6:.4f} Mpps {med('ndr_mbps') / 1e3:.4f} Gbit/s, "
-                             f"PDR {med('pdr_pps') / 1e6:.4f} Mpps {med('pdr_mbps') / 1e3:.4f} Gbit/s "
-                             f"(n={len(rs)}{spread}, trials {rs[0]['ndr_trials']}"
+                bits = frame_bits(rs[0]["size"]) / 1e9
+                ss = [x for r in rs for x in searches_of(r)]
+                ndr_v, pdr_v = [x["ndr"] for x in ss], [x["pdr"] for x in ss]
+                # The spread of the searches: a median alone hides a
+                # search that found half the rate.
+                spread = "" if len(ss) < 2 else (
+                    f", NDR {min(ndr_v) / 1e6:.4f}-{max(ndr_v) / 1e6:.4f}"
+                    f" PDR {min(pdr_v) / 1e6:.4f}-{max(pdr_v) / 1e6:.4f} Mpps")
+                trials = median([x["trials"] or 0 for x in ss])
+                cells.append(f"NDR {median(ndr_v) / 1e6:.4f} Mpps {median(ndr_v) * bits:.4f} Gbit/s, "
+                             f"PDR {median(pdr_v) / 1e6:.4f} Mpps {median(pdr_v) * bits:.4f} Gbit/s "
+                             f"(n={len(ss)}{spread}, trials {trials}"
                              f"{'' if all(r['ndr_check']['closes'] for r in rs) else ', counts do not close'}"
                              f"{', generator-limited' if any(r.get('ndr_generator_limited') for r in rs) else ''})")
             out.append(f"| {z} | " + " | ".join(cells) + " |")
         out.append("")
+        out += ratio_table(sel, cols, sizes, backend,
+                           [r for r in rows if r.get("test") == "ndr" and r.get("backend") == backend])
+    return out
+
+
+def ratio_table(sel, cols, sizes, backend, every):
+    """The appliance's columns against the Linux guest (XDP_TX) and the
+    no-guest reference of the same accelerator and frame size: NDR, PDR
+    (medians, frames/s), x Linux and x reference (NDR / NDR), and KVM's
+    exits per million frames the guest received (kvm_exits_per_mframe:
+    over the whole boot's trials, the gaps between them included); a column
+    whose rows failed says so with its error (every: all ndr rows of the
+    backend, failed ones too)."""
+    mine = [c for c in cols if not c.split("@")[0] in ("linux", "reference")]
+    if not mine:
+        return []
+    out = [f"**{backend}: the appliance against Linux XDP_TX and the no-guest reference (NDR / NDR, one run)**", "",
+           "| frame size | column | NDR frames/s | PDR frames/s | Linux NDR | x Linux | reference NDR | x reference | "
+           "KVM exits per million frames |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for z in sizes:
+        for c in mine:
+            rs = [r for r in sel if r["column"] == c and str(r["size"]) == z]
+            if not rs:
+                continue
+            ndr_v = median([x["ndr"] for r in rs for x in searches_of(r)])
+            pdr_v = median([x["pdr"] for r in rs for x in searches_of(r)])
+            cells = [f"{ndr_v:,}", f"{pdr_v:,}"]
+            for other in ("linux", "reference"):
+                name = other + ("@" + _accel_of(c) if _accel_of(c) else "")
+                os_ = [r for r in sel if r["column"] == name and str(r["size"]) == z]
+                if not os_:
+                    bad = [r for r in every if r["column"] == name and str(r["size"]) == z]
+                    cells += [f"failed: {bad[0].get('error', '?')[:120]}" if bad else "not run", "-"]
+                    continue
+                o = median([x["ndr"] for r in os_ for x in searches_of(r)])
+                cells += [f"{o:,}", f"{ndr_v / o:.2f}" if o else "-"]
+            ex = [r["kvm_exits_per_mframe"] for r in rs if r.get("kvm_exits_per_mframe") is not None]
+            cells.append(f"{median(ex):,.0f}" if ex else "-")
+            out.append(f"| {z} | {c} | " + " | ".join(cells) + " |")
+    out.append("")
     return out
 
 
 def latency_table(rows, columns):
     """report.md lines: the round trips of the timed trials at ndr.latency
-    percentages of each run's NDR (the peer's, from send() to the kernel's
+    percentages of each run's PDR (the peer's, from send() to the kernel's
     receive stamp), per backend and frame size: a row per column and load,
     medians over the repetitions."""
     ok = [r for r in rows if r.get("test") == "ndr" and r.get("status") == "ok" and r.get("lat_steps")]
     if not ok:
         return []
     out = ["### Latency against offered load (packet level: ndr.latency)", "",
-           "Each run found its NDR, then offered one trial at each percentage of it in the same boot, the peer "
-           "timing every frame's round trip (tests/tools/pktpeer.py swap with LAT 1: from just after its send() "
-           "to the kernel's receive stamp of the frame that came back). Asked = the trial's rate, offered = what "
+           "Each run found its PDR (the median of its searches), then offered one trial at each percentage of it in "
+           "the same boot (0 %: the stream alone, ndr.LAT0_PPS frames/s or 1 % of the PDR), the peer timing every "
+           "frame's round trip (tests/tools/pktpeer.py swap with LAT 1: from the generator's send stamp in the "
+           "frame, or with the Python peer from just after its send(), to the kernel's receive stamp of the frame "
+           "that came back). Asked = the trial's rate, offered = what "
            "the peer really sent per second (below asked: the peer's limit, not the guest's). Latencies in us, "
            "medians over n runs; loss = frames of that trial that did not come back.", ""]
     for backend in sorted({r["backend"] for r in ok}):
         for z in sorted({str(r["size"]) for r in ok if r["backend"] == backend}):
             out += [f"**{backend}, {z} B**", "",
-                    "| column | load % of NDR | asked frames/s | offered frames/s | loss % | p50 | p90 | p99 | p99.9 | "
+                    "| column | load % of PDR | asked frames/s | offered frames/s | loss % | p50 | p90 | p99 | p99.9 | "
                     "max | n |",
                     "|---|---|---|---|---|---|---|---|---|---|---|"]
             for c in [c for c in columns if any(r["column"] == c for r in ok)]:
@@ -472,7 +675,7 @@ def latency_table(rows, columns):
 # ---- the kind's interface (kinds.py) ----
 
 OPTIONS = ("ndr.sizes", "ndr.trial", "ndr.mode", "ndr.max_rate", "ndr.pdr", "ndr.precision", "ndr.generator",
-           "ndr.latency")
+           "ndr.latency", "ndr.duration_sum", "ndr.exceed_ratio", "ndr.warmup", "ndr.settle", "ndr.repeat")
 REPORT = (rfc2544_table, latency_table)  # report.md: the RFC 2544 table, the packet-level latency table
 
 

@@ -1,6 +1,8 @@
-"""The NDR/PDR search (host/bench/ndr.py) against a simulated rate-limited
-sink, pure Python: it finds a known limit within its precision, records
-every step, reuses the NDR trials for PDR, and the report's RFC 2544 table
+"""The NDR/PDR search (host/bench/ndr.py, after MLRsearch) against a
+simulated rate-limited sink, pure Python: it finds a known limit within
+its width, on a noisy loss curve too (the exceed ratio), ignores the
+warm-up trial, spends the duration sum on the bounds, records every step,
+reuses the NDR trials for PDR, and the report's RFC 2544 table
 shows the figures; host/bench/matrices/ndr.txt expands to one run per
 frame size."""
 
@@ -33,8 +35,8 @@ def test_ndr_search_steps_and_pdr_reuse(t):
     sink = ndr.SimulatedSink(12345)
     r = ndr.search(sink, 100000, pdr_pct=0.5, precision_pct=1.0)
     goals = [s["goal"] for s in r["steps"]]
-    if goals != sorted(goals) or "ndr" not in goals:
-        raise Fail(f"NDR steps first, then PDR: {goals}")
+    if goals[0] != "warmup" or goals[1:] != sorted(goals[1:]) or "ndr" not in goals:
+        raise Fail(f"the warm-up, then NDR steps, then PDR: {goals}")
     for s in r["steps"]:
         for k in ("goal", "rate", "sent", "received", "loss", "loss_pct", "pass"):
             if k not in s:
@@ -45,10 +47,10 @@ def test_ndr_search_steps_and_pdr_reuse(t):
     pdr_rates = [s["rate"] for s in r["steps"] if s["goal"] == "pdr"]
     if 100000 in pdr_rates or len(pdr_rates) > 4:
         raise Fail(f"PDR did not reuse the NDR trials: {pdr_rates}")
-    # A sink that passes everything: one trial, at the first rate.
+    # A sink that passes everything: the warm-up and one trial, at the first rate.
     r = ndr.search(ndr.SimulatedSink(10 ** 9), 5000)
-    if (r["ndr"], r["pdr"], len(r["steps"])) != (5000, 5000, 1):
-        raise Fail(f"an unlimited sink: expected NDR = PDR = 5000 in one trial, got {r}")
+    if (r["ndr"], r["pdr"], len(r["steps"])) != (5000, 5000, 2):
+        raise Fail(f"an unlimited sink: expected NDR = PDR = 5000 in two trials, got {r}")
     # A sink that passes nothing: 0, bounded.
     r = ndr.search(ndr.SimulatedSink(0), 5000)
     if r["ndr"] != 0 or r["pdr"] != 0 or len(r["steps"]) > 20:
@@ -66,6 +68,63 @@ def test_ndr_search_loss_below_pdr(t):
         raise Fail(f"PDR {r['pdr']}: expected about 20000")
     if ndr.passes({"sent": 0, "received": 0}, 0.5):
         raise Fail("a trial that sent nothing passed")
+
+
+def test_ndr_search_noisy_curve_exceed_ratio(t):
+    """MLRsearch's exceed ratio on a noisy loss curve: at or below 100,000
+    frames/s a trial loses a frame with probability 0.2, above it with
+    0.8. With 21 s per load and an exceed ratio of 50 % the search must
+    put NDR and PDR at the knee within the 1 % width for every seed; a
+    search that takes one lossy trial as the verdict (exceed ratio 0)
+    ends far below, one that tolerates 90 % lossy seconds ends above."""
+    limit = 100000
+    for seed in range(1, 6):
+        sink = ndr.SimulatedSink(limit, noise=1, p_below=0.2, p_above=0.8, seed=seed)
+        r = ndr.search(sink, 400000, pdr_pct=0.0001, precision_pct=1.0, duration_sum=21, exceed_ratio=0.5)
+        for goal in ("ndr", "pdr"):
+            if not limit * 0.99 - 1 <= r[goal] <= limit or not limit < r[goal + "_upper"] <= limit / 0.99 + 1:
+                raise Fail(f"seed {seed}: {goal} {r[goal]} (upper bound {r[goal + '_upper']}): expected the knee at "
+                           f"{limit} within 1 %; {len(r['steps'])} trials")
+        # The bounds carry at least half the duration sum of their verdict.
+        at = {x: [s for s in r["steps"] if s["rate"] == x and not s["warmup"]] for x in (r["ndr"], r["ndr_upper"])}
+        if sum(s["pass"] for s in at[r["ndr"]]) < 11 or sum(not s["pass"] for s in at[r["ndr_upper"]]) < 11:
+            raise Fail(f"seed {seed}: a bound decided on less than 11 of 21 s: "
+                       f"{[(x, [s['pass'] for s in v]) for x, v in at.items()]}")
+    low = ndr.search(ndr.SimulatedSink(limit, noise=1, p_below=0.2, p_above=0.8, seed=1), 400000,
+                     precision_pct=1.0, duration_sum=21, exceed_ratio=0.0)
+    high = ndr.search(ndr.SimulatedSink(limit, noise=1, p_below=0.2, p_above=0.8, seed=1), 400000,
+                      precision_pct=1.0, duration_sum=21, exceed_ratio=0.9)
+    if not low["ndr"] < limit * 0.9 or not high["ndr"] > limit:
+        raise Fail(f"the exceed ratio does not steer the search: 0 -> {low['ndr']}, 0.9 -> {high['ndr']}")
+
+
+def test_ndr_search_warmup_and_duration_sum(t):
+    """The first trial runs at the maximum load and is not counted: a sink
+    whose first trial loses frames (cold) still passes the maximum load in
+    one more trial; without the warm-up that trial fails the load. The
+    duration sum: a clean lower bound takes 11 lossless seconds of 21."""
+    r = ndr.search(ndr.SimulatedSink(10 ** 6, cold=500), 50000, duration_sum=1)
+    s0 = r["steps"][0]
+    if (s0["rate"], s0["warmup"], s0["loss"]) != (50000, True, 500) or r["ndr"] != 50000 or len(r["steps"]) != 2:
+        raise Fail(f"warm-up: expected a lossy uncounted first trial at 50000 and NDR 50000 in 2 trials, got "
+                   f"NDR {r['ndr']}, {[(s['rate'], s['warmup'], s['loss']) for s in r['steps']]}")
+    r = ndr.search(ndr.SimulatedSink(10 ** 6, cold=500), 50000, duration_sum=1, warmup=False)
+    if r["ndr"] == 50000:
+        raise Fail("without the warm-up the cold first trial must fail the maximum load")
+    r = ndr.search(ndr.SimulatedSink(10 ** 6, cold=500), 50000, duration_sum=21)
+    counted = [s for s in r["steps"] if not s["warmup"]]
+    if r["ndr"] != 50000 or len(counted) != 11 or not all(s["pass"] for s in counted):
+        raise Fail(f"duration sum 21, exceed ratio 50 %: expected 11 lossless counted trials at 50000, got "
+                   f"{[(s['rate'], s['pass']) for s in counted]}")
+    # classify() itself: 10 bad + 11 good seconds of 21 is a lower bound, 11 bad an upper one, 10 bad undecided.
+    one = {"sent": 10, "received": 10, "duration": 1.0}
+    lossy = {"sent": 10, "received": 9, "duration": 1.0}
+    for trials, want in (([lossy] * 10 + [one] * 11, "lower"), ([lossy] * 11, "upper"), ([lossy] * 10, None),
+                         ([one] * 10, None), ([one] * 11, "lower")):
+        got = ndr.classify(trials, 0.0, 21, 0.5)
+        if got != want:
+            raise Fail(f"classify({sum(1 for x in trials if x is lossy)} lossy + {sum(1 for x in trials if x is one)} "
+                       f"clean s of 21, 50 %): {got}, expected {want}")
 
 
 def test_ndr_report_table_and_matrix(t):
@@ -87,6 +146,21 @@ def test_ndr_report_table_and_matrix(t):
     text = "\n".join(ndr.rfc2544_table(reps, ["base"]))
     if "| 64 | NDR 0.0150 Mpps" not in text or "(n=3, NDR 0.0090-0.0160 PDR 0.0091-0.0160 Mpps" not in text:
         raise Fail(f"three repetitions: expected the median 0.0150 and the spread 0.0090-0.0160:\n{text}")
+    # ndr.repeat: the searches of one boot count each; the ratio table puts
+    # each appliance column against Linux of the same accelerator, and a
+    # failed Linux column says so instead of a figure.
+    one = dict(rows[0], ndr_searches=[{"ndr": p, "pdr": p + 10, "trials": 9} for p in (300000, 310000, 290000)],
+               kvm_exits_per_mframe=1234.0)
+    rows2 = [dict(one, column="base@kvm"), dict(one, column="base@tcg", kvm_exits_per_mframe=None),
+             dict(rows[0], column="linux@tcg", ndr_pps=100000, pdr_pps=100000),
+             {"test": "ndr", "status": "failed", "backend": "tap", "column": "linux@kvm", "size": "64",
+              "error": "guest not ready for the search"}]
+    text = "\n".join(ndr.rfc2544_table(rows2, ["base@kvm", "base@tcg", "linux@kvm", "linux@tcg"]))
+    for want in ("NDR 0.3000 Mpps", "(n=3, NDR 0.2900-0.3100", "| 64 | base@tcg | 300,000 | 300,010 | 100,000 | 3.00 | "
+                 "not run | - | - |", "| 64 | base@kvm | 300,000 | 300,010 | failed: guest not ready for the search | - | "
+                 "not run | - | 1,234 |"):
+        if want not in text:
+            raise Fail(f"RFC 2544 / ratio table lacks {want!r}:\n{text}")
     import guests
 
     settings, defs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "ndr.txt"))
@@ -114,9 +188,10 @@ def test_ndr_pkt2011_matrix_expands(t):
 
 
 def test_ndr_harness_runs_on_tap(t):
-    """tests = pkt_txonly ndr through vnetbench on a tap, with latency
-    trials at 10 and 90 % of the NDR: the rows are ok, every trial's count
-    closes at both ends (a trial whose marker the guest never saw fails the
+    """tests = pkt_txonly ndr through vnetbench on a tap, a short MLRsearch
+    (2 s per load) and latency trials at 0, 10 and 90 % of the PDR
+    (pacegen, the default, stamps every frame): the rows are ok, every
+    trial's count closes at both ends (a trial whose marker the guest never saw fails the
     row: the 2026-12-04 "RX stall on tap", docs/packet-path.md), report.md
     has the RFC 2544 table."""
     import json
@@ -134,7 +209,7 @@ def test_ndr_harness_runs_on_tap(t):
                         os.path.join(TOP, "host", "bench", "matrices", "ndr.txt"), "--tests", "pkt_txonly,ndr",
                         "--variants", "base", "--guests", "vnetlab", "--backends", "tap",
                         "--ndr-sizes", "64", "--pkt-sizes", "64", "--ndr-trial", "1", "--ndr-max-rate", "4000",
-                        "--ndr-latency", "10 90", "--seconds", "2", "--out", out], cwd=TOP, capture_output=True, text=True, timeout=600)
+                        "--ndr-latency", "0 10 90", "--ndr-duration-sum", "2", "--seconds", "2", "--out", out], cwd=TOP, capture_output=True, text=True, timeout=600)
     if r.returncode:
         raise Fail(f"vnetbench exited {r.returncode}:\n{(r.stdout + r.stderr)[-2000:]}")
     rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
@@ -160,7 +235,7 @@ def test_ndr_harness_runs_on_tap(t):
     # guest.
     lat = n.get("lat_steps") or []
     c = n["ndr_check"]
-    if len(lat) != 2 or c["trials_unmarked"] or c["trials_closed"] != len(n["ndr_steps"]) + len(lat):
+    if len(lat) != 3 or c["trials_unmarked"] or c["trials_closed"] != len(n["ndr_steps"]) + len(lat):
         raise Fail(f"ndr: {c['trials_closed']} closed, {c['trials_unmarked']} unmarked of "
                    f"{len(n['ndr_steps'])} + {len(lat)} (latency) trials: "
                    f"{[(s['rate'], s.get('guest_received'), s.get('closes')) for s in n['ndr_steps'] + lat]}")
@@ -205,7 +280,12 @@ def test_ndr_latency_table_rtt_and_key(t):
     m = matrix.Matrix(dict(base, **{"ndr.latency": "90 10"}), {"default": ""}, lambda v: None, list(guests.KINDS))
     if {str(r.params.get("latency")) for r in m.runs()} != {"[10, 90]"}:
         raise Fail(f"ndr.latency 90 10: runs carry {[r.params.get('latency') for r in m.runs()]}")
-    for bad in ("0", "150", "fast", "10 10"):
+    m = matrix.Matrix(dict(base, **{"ndr.latency": "50 0"}), {"default": ""}, lambda v: None, list(guests.KINDS))
+    if {str(r.params.get("latency")) for r in m.runs()} != {"[0, 50]"}:
+        raise Fail(f"ndr.latency 50 0 (0: the stream alone): runs carry {[r.params.get('latency') for r in m.runs()]}")
+    if [ndr.lat_rate(200000, p) for p in (0, 10)] != [1000, 20000] or ndr.lat_rate(5000, 0) != 50:
+        raise Fail("ndr.lat_rate: 0 % is LAT0_PPS or 1 % of the PDR, the lower; 10 % of 200000 is 20000")
+    for bad in ("0 0", "-5", "150", "fast", "10 10"):
         try:
             matrix.Matrix(dict(base, **{"ndr.latency": bad}), {"default": ""}, lambda v: None, list(guests.KINDS))
         except BenchError:

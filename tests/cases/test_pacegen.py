@@ -268,8 +268,9 @@ def test_vupacegen_paced_into_rxonly_on_vhost_user(t):
 
 
 def test_pacegen_as_ndr_generator_key(t):
-    """ndr.generator: python by default (the rows' params unchanged),
-    pacegen reaches the run's params, anything else and pacegen with imix
+    """ndr.generator: auto by default (pacegen in the params of every
+    frame size but imix, which keeps the Python peer), pacegen reaches the
+    run's params, anything else and pacegen with imix
     are refused naming the key; ndr.py hands pktpeer.py swap the built
     generator's path."""
     sys.path.insert(0, os.path.join(TOP, "host", "bench"))
@@ -278,11 +279,11 @@ def test_pacegen_as_ndr_generator_key(t):
     from procs import BenchError
 
     settings, defs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "ndr.txt"))
-    settings["ndr.sizes"] = "64 1518"
-    runs = matrix.Matrix(settings, defs, lambda v: "", ("vnetlab", "linux")).runs()
-    if not runs or any("generator" in r.params for r in runs if r.test == "ndr"):
-        raise Fail(f"default ndr.generator: expected no generator in the params, got {[r.params for r in runs][:2]}")
-    settings["ndr.generator"] = "pacegen"
+    settings["ndr.sizes"] = "64 1518 imix"
+    runs = [r for r in matrix.Matrix(settings, defs, lambda v: "", ("vnetlab", "linux")).runs() if r.test == "ndr"]
+    if not runs or any(r.params.get("generator") != (None if r.params["size"] == "imix" else "pacegen") for r in runs):
+        raise Fail(f"default ndr.generator: expected pacegen but for imix, got {[r.params for r in runs][:3]}")
+    settings["ndr.generator"], settings["ndr.sizes"] = "pacegen", "64 1518"
     runs = [r for r in matrix.Matrix(settings, defs, lambda v: "", ("vnetlab", "linux")).runs() if r.test == "ndr"]
     if not runs or any(r.params.get("generator") != "pacegen" for r in runs):
         raise Fail(f"ndr.generator = pacegen: expected it in every ndr run's params, got {[r.params for r in runs][:2]}")
