@@ -138,6 +138,13 @@ class Skip(Exception):
     """The test cannot run on this host (reason given)."""
 
 
+class KnownFault(Exception):
+    """The test reproduced a fault found and not fixed yet (the message
+    names it and what was seen): the runner prints XFAIL and counts it, so
+    it stays visible in every run. When the fault no longer reproduces, the
+    test must raise Fail instead ("fixed: turn me into a real check")."""
+
+
 class Guest:
     """One QEMU run: console lines with arrival times, then the exit status."""
 

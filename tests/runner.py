@@ -3,9 +3,11 @@
 
     python3 tests/runner.py [-k SUBSTRING] [-v]
 
-Prints PASS/FAIL/SKIP per test (a failure with what was expected, what was
-seen and the console tail) and ends with the line "N passed, N failed"
-(", N skipped" when any were skipped). Exit status 1 if anything failed.
+Prints PASS/FAIL/SKIP/XFAIL per test (a failure with what was expected,
+what was seen and the console tail; XFAIL: a known fault, lib.KnownFault,
+reproduced as its test says) and ends with the line "N passed, N failed"
+(", N skipped", ", N known faults (XFAIL)" when there are any). Exit
+status 1 if anything failed.
 """
 
 import argparse
@@ -66,7 +68,7 @@ def main():
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
 
-    passed = failed = skipped = 0
+    passed = failed = skipped = known = 0
     took = []  # (seconds, name): the time table at the end
     t_all = time.monotonic()
     for name, fn in discover():
@@ -85,6 +87,9 @@ def main():
         except lib.Skip as e:
             skipped += 1
             print(f"SKIP {name}: {e}", flush=True)
+        except lib.KnownFault as e:
+            known += 1
+            print(f"XFAIL {name} ({time.monotonic() - t0:.1f}s): known fault: {e}", flush=True)
         except lib.Fail as e:
             failed += 1
             print(f"FAIL {name} ({time.monotonic() - t0:.1f}s): {e}", flush=True)
@@ -99,7 +104,7 @@ def main():
             t.close()
             took.append((time.monotonic() - t0, name))
     print_times(took, time.monotonic() - t_all)
-    tail = f", {skipped} skipped" if skipped else ""
+    tail = (f", {skipped} skipped" if skipped else "") + (f", {known} known faults (XFAIL)" if known else "")
     print(f"{passed} passed, {failed} failed{tail}")
     return 1 if failed or passed == 0 else 0
 
