@@ -262,10 +262,14 @@ def test_mq_rxonly_rss_full_ring_stall_known_fault(t):
     rxonly run as test_mq_rxonly_rss_check, at 20,000 frames/s instead of
     1,000, so the flow's RX ring fills: under QEMU 7.2's software RSS the
     flow stops after a ring or two (256 or 512 frames were seen) and the
-    rest never arrives, although the guest polls and refills. Suspected:
-    QEMU queues a frame it could not steer on the tap's queue it came
-    from and flushes that one only when that queue is kicked, not the
-    target queue (not proved). Reproduced here every run; raises
+    rest never arrives, although the guest polls, refills and kicks.
+    Suspected, from reading QEMU 7.2's virtio-net.c (not proved): a frame
+    arrives on the tap queue tun's flow hash picks, RSS steers it to
+    another virtqueue, which is full, so it waits on the arrival queue's
+    NetQueue; virtio_net_handle_rx() flushes only the kicked queue's
+    NetQueue, so the target queue's kick never releases it. A driver
+    workaround to try: after an RX kick under RSS, notify the other RX
+    queues too. Reproduced here every run; raises
     KnownFault while it reproduces, Fail once every frame arrives (then
     raise test_mq_rxonly_rss_check's rate and delete this)."""
     pacegen = os.path.join(BUILD, "host", "pacegen")
