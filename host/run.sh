@@ -33,7 +33,7 @@
 #
 # Exit status: 0 when every benchmark produced its RESULT line and the guest's
 # console ended with "vnetlab exit status=0"; else the first failing guest's
-# status (see README, "Console format"), or 125 when QEMU ended without one.
+# status (see docs/interface.md, "Console format"), or 125 when QEMU ended without one.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)

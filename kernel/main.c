@@ -3,7 +3,7 @@
  * the machine to a known state, prints the banner and the ready line, then
  * runs a self-test or the application.
  *
- * Console format (parsed by tests/ and host/; documented in README.md):
+ * Console format (parsed by tests/ and host/; documented in docs/interface.md):
  *   vnetlab ready boot_us=N pci=<ecam|ports> pci_functions=N mmio_devices=N
  *   vnetlab boot=<pvh|efi> accel=<kvm|tcg|hw|unknown> kvm_mode=<native|emulated|none>
  *           tsc_khz=N tsc_cal=<method>

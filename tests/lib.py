@@ -264,7 +264,7 @@ class Guest:
     def expect_status(self, status):
         if self.status != status:
             raise Fail(f"{self.name}: expected exit status {status}, got {self.status}")
-        # A guest status (0..3, README "Console format") also has to be the
+        # A guest status (0..3, docs/interface.md "Console format") also has to be the
         # guest's own last word, not just a number QEMU returned.
         if 0 <= status <= 3:
             said = [l for l in self.text() if l.startswith("vnetlab exit status=")]
