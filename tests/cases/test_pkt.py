@@ -391,12 +391,14 @@ def test_pkt_kick_and_reclaim_counters_follow_the_policy(t):
     kvm-policies.md): pkt_txonly, the same frames into a sink, built three
     ways. kick=every decides on a kick for every frame (kicks + suppressed
     = frames), kick=burst once per burst of up to 32 (at most one decision
-    per 16 frames here); reclaim=base frees what the device finished at
-    every send (under 16 descriptors per call that freed any; 2.7 measured),
-    reclaim=lazy only once fewer than 32 of 256 descriptors are free (at
-    least 32 per such call; 190 measured;
-    calls that found nothing, while the ring is full, are not counted:
-    COUNTERS' reclaim_hist bucket 0)."""
+    per 16 frames here); reclaim=base tries to free at every send (at
+    least one reclaim call per frame; what each call frees follows the
+    device's timing: 2.7 descriptors per freeing call in one run, 18.3 in
+    another, so no bound on it), reclaim=lazy only once fewer than 32 of 256
+    descriptors are free (at least 32 per freeing call, and more than
+    base's in the same run; 190 measured; calls that found nothing, while
+    the ring is full, are not freeing calls: COUNTERS' reclaim_hist bucket
+    0)."""
     n, burst = 4000, 32
     figs = {}
     builds = (("every/base", None), ("burst", linked_kernel("base-burst-ei1-eager-inline-zc1")),
@@ -419,15 +421,17 @@ def test_pkt_kick_and_reclaim_counters_follow_the_policy(t):
                 if not 0.95 * n <= decisions <= 1.05 * n + 8:
                     raise Fail(f"kick=every: {decisions} kick decisions (kicks {r['kicks']} + suppressed "
                                f"{r['kicks_suppressed']}) for {n} frames, expected one per frame")
-                if not 0 < per_call < 16:
-                    raise Fail(f"reclaim=base: {per_call:.1f} descriptors per freeing reclaim call "
-                               f"({tx['reclaim_hist']}), expected under 16")
+                calls = sum(tx["reclaim_hist"])
+                if calls < 0.95 * n or not per_call:
+                    raise Fail(f"reclaim=base: {calls} reclaim calls ({tx['reclaim_hist']}) for {n} frames, "
+                               "expected one at every send")
             elif name == "burst":
                 if not 0 < decisions <= n / 16 + 8:
                     raise Fail(f"kick=burst: {decisions} kick decisions for {n} frames in bursts of {burst}, "
                                f"expected at most {n // 16 + 8}")
-            elif per_call < 32:
+            elif per_call < 32 or per_call <= figs["every/base"][2]:
                 raise Fail(f"reclaim=lazy: {per_call:.1f} descriptors per freeing reclaim call "
-                           f"({tx['reclaim_hist']}), expected at least 32")
+                           f"({tx['reclaim_hist']}), expected at least 32 and more than base's "
+                           f"{figs['every/base'][2]:.1f}")
     print("    TCG, tap, pkt_txonly: kick decisions / kicks per frame, descriptors per freeing reclaim call: " +
           "; ".join(f"{k} {a:.3f} / {b:.3f}, {c:.1f}" for k, (a, b, c) in figs.items()))
