@@ -391,14 +391,14 @@ def test_pkt_kick_and_reclaim_counters_follow_the_policy(t):
     kvm-policies.md): pkt_txonly, the same frames into a sink, built three
     ways. kick=every decides on a kick for every frame (kicks + suppressed
     = frames), kick=burst once per burst of up to 32 (at most one decision
-    per 16 frames here); reclaim=base tries to free at every send (at
-    least one reclaim call per frame; what each call frees follows the
-    device's timing: 2.7 descriptors per freeing call in one run, 18.3 in
-    another, so no bound on it), reclaim=lazy only once fewer than 32 of 256
-    descriptors are free (at least 32 per freeing call, and more than
-    base's in the same run; 190 measured; calls that found nothing, while
-    the ring is full, are not freeing calls: COUNTERS' reclaim_hist bucket
-    0)."""
+    per 16 frames here). The reclaim counters are printed and checked to
+    count (every build reclaims all but at most a ring of what it sent, and
+    reclaim=base tries at every send), but what a freeing call frees is not
+    bounded here: it follows QEMU's completion timing under TCG, not only
+    the policy (base 2.5 and 18.3, lazy 190.5 and 14.2 descriptors per
+    freeing call in four runs of this test on 2026-12-06). The reclaim
+    orders themselves are checked by the unit tests against the simulated
+    device (test_vnet per TX_RECLAIM, and their mutants)."""
     n, burst = 4000, 32
     figs = {}
     builds = (("every/base", None), ("burst", linked_kernel("base-burst-ei1-eager-inline-zc1")),
@@ -429,9 +429,8 @@ def test_pkt_kick_and_reclaim_counters_follow_the_policy(t):
                 if not 0 < decisions <= n / 16 + 8:
                     raise Fail(f"kick=burst: {decisions} kick decisions for {n} frames in bursts of {burst}, "
                                f"expected at most {n // 16 + 8}")
-            elif per_call < 32 or per_call <= figs["every/base"][2]:
-                raise Fail(f"reclaim=lazy: {per_call:.1f} descriptors per freeing reclaim call "
-                           f"({tx['reclaim_hist']}), expected at least 32 and more than base's "
-                           f"{figs['every/base'][2]:.1f}")
+            if not n - 256 <= tx["reclaimed"] <= n:
+                raise Fail(f"{name}: {tx['reclaimed']} descriptors reclaimed for {n} frames sent, expected all "
+                           "but at most one ring's worth (256)")
     print("    TCG, tap, pkt_txonly: kick decisions / kicks per frame, descriptors per freeing reclaim call: " +
           "; ".join(f"{k} {a:.3f} / {b:.3f}, {c:.1f}" for k, (a, b, c) in figs.items()))
