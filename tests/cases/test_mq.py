@@ -219,6 +219,33 @@ def toeplitz(key, data):
     return h
 
 
+def rss_one_flow(t, n, rate, pkt_keys):
+    """rxonly, mq=2 smp=2 with RSS, and pacegen's one UDP flow
+    (10.77.0.1:40000 -> 10.77.0.2:9) of n frames at rate: the finished
+    guest, the flow's Toeplitz hash as the host works it out, the queue
+    the driver's table names for it (entry hash & 127, queue = entry mod
+    2) and the per-queue RESULT objects (Fail without one per queue)."""
+    pacegen = os.path.join(BUILD, "host", "pacegen")
+    if not os.access(pacegen, os.X_OK):
+        raise Fail(f"{pacegen} not built (make host-tools)")
+    h = toeplitz(RSS_KEY, bytes([10, 77, 0, 1, 10, 77, 0, 2]) + (40000).to_bytes(2, "big") + (9).to_bytes(2, "big"))
+    want = (h & 127) % 2
+    with t.netns() as ns:
+        tap = mq_tap(ns)
+        g = t.start(append=f"app=pkt backend=tap pkt.mode=rxonly {pkt_keys} mq=2 smp=2",
+                    net=f"tap:{tap}", ns=ns, timeout=120, queues=2, extra=("-smp", "2"))
+        mac = g.wait_line(r"^virtio-net: mac=(\S+) ", timeout=60).group(1)
+        g.wait_line(r"^pkt: mode=rxonly .* mq=on ready$", timeout=60)
+        r = ns.run([pacegen, tap, mac, str(rate), str(n // rate)], timeout=60, capture_output=True, text=True)
+        if r.returncode:
+            raise Fail(f"pacegen: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+        g.wait()
+    per = {x["queue"]: x for x in json_lines(g, "RESULT") if "queue" in x}
+    if sorted(per) != [0, 1]:
+        raise Fail(f"expected RESULT lines for queue 0 and queue 1: {per}\n{g.tail(12)}")
+    return g, h, want, per
+
+
 def test_mq_rxonly_rss_check(t):
     """rxonly, mq=2 smp=2 with RSS: host/pktgen/pacegen's one UDP flow
     (10.77.0.1:40000 -> 10.77.0.2:9) must land on the queue the driver's
@@ -227,29 +254,12 @@ def test_mq_rxonly_rss_check(t):
     the other none, and neither counts an rss_miss (app=pkt checks each
     frame's queue with vnet_rss_frame_queue()). A device that steered by
     another table, or a check that hashed wrong, fails here."""
-    pacegen = os.path.join(BUILD, "host", "pacegen")
-    if not os.access(pacegen, os.X_OK):
-        raise Fail(f"{pacegen} not built (make host-tools)")
-    h = toeplitz(RSS_KEY, bytes([10, 77, 0, 1, 10, 77, 0, 2]) + (40000).to_bytes(2, "big") + (9).to_bytes(2, "big"))
-    want = (h & 127) % 2
     # A rate the guest keeps up with: with a full RX ring the flow stalls
-    # under QEMU 7.2's software RSS (tests/tools/rsscost.py).
+    # under QEMU 7.2's software RSS (the known fault below).
     n, rate = 3000, 1000
-    with t.netns() as ns:
-        tap = mq_tap(ns)
-        g = t.start(append="app=pkt backend=tap pkt.mode=rxonly pkt.idle=2 pkt.seconds=20 mq=2 smp=2",
-                    net=f"tap:{tap}", ns=ns, timeout=120, queues=2, extra=("-smp", "2"))
-        mac = g.wait_line(r"^virtio-net: mac=(\S+) ", timeout=60).group(1)
-        g.wait_line(r"^pkt: mode=rxonly .* mq=on ready$", timeout=60)
-        r = ns.run([pacegen, tap, mac, str(rate), str(n // rate)], timeout=60, capture_output=True, text=True)
-        if r.returncode:
-            raise Fail(f"pacegen: exit {r.returncode}: {r.stderr.strip()[-300:]}")
-        g.wait()
-        g.expect_ok()
+    g, h, want, per = rss_one_flow(t, n, rate, "pkt.idle=2 pkt.seconds=20")
+    g.expect_ok()
     g.expect(r"^virtio-net: mq pairs=2 .* rss=on$")
-    per = {x["queue"]: x for x in json_lines(g, "RESULT") if "queue" in x}
-    if sorted(per) != [0, 1]:
-        raise Fail(f"expected RESULT lines for queue 0 and queue 1: {per}\n{g.tail(12)}")
     got = {q: (per[q]["frames"], per[q].get("rss_misses")) for q in (0, 1)}
     if got[want] != (n, 0) or got[1 - want] != (0, 0):
         raise Fail(f"the flow hashes to {h:#010x}, entry {h & 127}: queue {want} must count all {n} frames and "
@@ -272,25 +282,8 @@ def test_mq_rxonly_rss_full_ring_stall_known_fault(t):
     queues too. Reproduced here every run; raises
     KnownFault while it reproduces, Fail once every frame arrives (then
     raise test_mq_rxonly_rss_check's rate and delete this)."""
-    pacegen = os.path.join(BUILD, "host", "pacegen")
-    if not os.access(pacegen, os.X_OK):
-        raise Fail(f"{pacegen} not built (make host-tools)")
-    h = toeplitz(RSS_KEY, bytes([10, 77, 0, 1, 10, 77, 0, 2]) + (40000).to_bytes(2, "big") + (9).to_bytes(2, "big"))
-    want = (h & 127) % 2
     n, rate = 40000, 20000
-    with t.netns() as ns:
-        tap = mq_tap(ns)
-        g = t.start(append="app=pkt backend=tap pkt.mode=rxonly pkt.idle=3 pkt.seconds=12 mq=2 smp=2",
-                    net=f"tap:{tap}", ns=ns, timeout=120, queues=2, extra=("-smp", "2"))
-        mac = g.wait_line(r"^virtio-net: mac=(\S+) ", timeout=60).group(1)
-        g.wait_line(r"^pkt: mode=rxonly .* mq=on ready$", timeout=60)
-        r = ns.run([pacegen, tap, mac, str(rate), str(n // rate)], timeout=60, capture_output=True, text=True)
-        if r.returncode:
-            raise Fail(f"pacegen: exit {r.returncode}: {r.stderr.strip()[-300:]}")
-        g.wait()
-    per = {x["queue"]: x for x in json_lines(g, "RESULT") if "queue" in x}
-    if sorted(per) != [0, 1]:
-        raise Fail(f"expected RESULT lines for queue 0 and queue 1: {per}\n{g.tail(12)}")
+    g, h, want, per = rss_one_flow(t, n, rate, "pkt.idle=3 pkt.seconds=12")
     got = {q: (per[q]["frames"], per[q].get("rss_misses")) for q in (0, 1)}
     if got[1 - want][0] or got[want][1] or got[1 - want][1]:
         raise Fail(f"frames on the wrong queue or rss_misses: (frames, rss_misses) per queue {got}")
