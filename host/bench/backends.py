@@ -176,8 +176,22 @@ class Backend:
 
 class Tap(Backend):
     name = "tap"
-    options = {"tx": ("bh", "timer"), "packed": ("on", "off")}
-    help = "QEMU's userspace virtio-net on a tap; tx = QEMU's TX batching, packed = offer the packed ring"
+    options = {"tx": ("bh", "timer"), "packed": ("on", "off"), "qlen": int}
+    help = ("QEMU's userspace virtio-net on a tap; tx = QEMU's TX batching, packed = offer the packed ring, "
+            "qlen = the tap's txqueuelen (frames the host queues for QEMU; the kernel's default 1000)")
+    QLEN_MAX = 1000000
+
+    def setup(self, workdir):
+        super().setup(workdir)
+        if "qlen" in self.opts:
+            # What the host may queue towards QEMU before the tap drops
+            # (tun's ring is txqueuelen long): a deeper queue rides out the
+            # times QEMU's I/O thread is off its CPU (docs/packet-path.md,
+            # "The tap's queue"). Every guest of the run gets the same tap.
+            qlen = int(self.opts["qlen"])
+            if not 1 <= qlen <= self.QLEN_MAX:
+                raise BenchError(f"backend '{self.spec}': qlen must be 1..{self.QLEN_MAX}")
+            self.ns.ip("link", "set", TAP, "txqueuelen", str(qlen))
 
     def qemu_net(self):
         extra = []

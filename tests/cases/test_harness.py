@@ -1309,3 +1309,31 @@ def test_harness_placement_axis(t):
     md = open(os.path.join(out, "report.md")).read()
     if not re.search(rf"\| default@pinned \| tcp_rr 1 \| tap \| [^|]* \| [^|]*{vcpu}:\d+%[^|]*\(pinned {vcpu}\) \|", md):
         raise Fail(f"report.md's placement table lacks the pinned vCPU:\n{md[md.find('Where the processes'):][:1500]}")
+
+
+def test_harness_tap_qlen_sets_the_taps_queue(t):
+    """backend tap:qlen=N: the tap every guest of the run uses gets
+    txqueuelen N (what the host queues towards QEMU before it drops); a
+    non-number and 0 are refused with the reason."""
+    r = vnetbench(["--backends", "tap:qlen=lots", "--tests", "ndr", "--list"], timeout=120)
+    if r.returncode != 2 or "qlen needs a whole number" not in r.stderr:
+        raise Fail(f"tap:qlen=lots: expected exit 2 naming the reason, got {r.returncode}: {r.stderr.strip()[-300:]}")
+    if os.geteuid() != 0:
+        raise Skip("tap:qlen needs root (a network namespace and a tap)")
+    import backends  # noqa: E402
+    qlens = {}
+    for opts in ({"qlen": "0"}, {}, {"qlen": "20000"}):
+        b = backends.Tap("tap" + "".join(f":{k}={v}" for k, v in opts.items()), opts)
+        try:
+            b.setup(tempfile.gettempdir())
+            out = subprocess.run(["ip", "-n", b.ns.name, "-o", "link", "show", "dev", backends.TAP],
+                                 capture_output=True, text=True, timeout=30).stdout
+            m = re.search(r"qlen (\d+)", out)
+            qlens[b.spec] = int(m.group(1)) if m else out
+        except BenchError as e:
+            qlens[b.spec] = str(e)
+        finally:
+            b.teardown()
+    want = {"tap:qlen=0": "backend 'tap:qlen=0': qlen must be 1..1000000", "tap": 1000, "tap:qlen=20000": 20000}
+    if qlens != want:
+        raise Fail(f"expected {want}, got {qlens}")
