@@ -195,6 +195,16 @@ uint32_t pci_cfg_read32(const struct pci_dev *d, uint16_t off);
 void pci_cfg_write16(const struct pci_dev *d, uint16_t off, uint16_t v);
 void pci_cfg_write32(const struct pci_dev *d, uint16_t off, uint32_t v);
 uint64_t pci_bar(const struct pci_dev *d, int bar, uint64_t *size, bool *is_io);
+/* pci_place.c: the lowest size-aligned address in [lo, hi) clear of every
+ * busy range, 0 if none (size a power of two). */
+struct pci_range {
+	uint64_t base, len;
+};
+uint64_t pci_place(const struct pci_range *busy, int nbusy, uint64_t lo, uint64_t hi,
+                   uint64_t size);
+/* The boot memory map: RAM and firmware memory are never a BAR's place. */
+void pci_note_memory(const struct boot_info *bi);
+unsigned pci_bars_assigned(void);
 void pci_enable_mmio_busmaster(const struct pci_dev *d);
 
 /* mmiodev.c: virtio-mmio windows from the command line and the DSDT */

@@ -119,6 +119,7 @@ void kernel_main(struct boot_info *bi)
 	mark("acpi");
 	banner_due = true;
 
+	pci_note_memory(bi);
 	pci_init();
 	mark("pci");
 	mmiodev_init();

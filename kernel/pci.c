@@ -208,8 +208,91 @@ const struct pci_dev *pci_get(int i)
 	return i >= 0 && i < ndevs ? &devs[i] : NULL;
 }
 
+/* Where firmware leaves a memory BAR at 0 (qboot, QEMU's minimal
+ * firmware, places no 64-bit BAR: the modern virtio BAR), the kernel
+ * places it itself, as Linux's pci_assign_unassigned_resources() does:
+ * below 4 GiB (a 64-bit BAR may live there too; PCI 3.0 6.2.5.1), above
+ * every byte of RAM and firmware memory the boot map names, clear of
+ * every BAR already decoding, and under the local APIC / I/O APIC range
+ * at 0xFEC00000 that every x86 machine keeps. */
+#define PCI_HOLE_END 0xfec00000ull
+#define PCI_BUSY_MAX (BOOT_MMAP_MAX + PCI_MAX_DEVS * 6)
+
+static uint64_t mem_top;                         /* end of RAM and firmware memory below 4 GiB */
+static unsigned assigned;                        /* BARs this kernel placed */
+static struct pci_range reserved[BOOT_MMAP_MAX]; /* the map's reserved ranges below the end */
+static int nreserved;
+static struct pci_range busy[PCI_BUSY_MAX];
+static int nbusy;
+
+void pci_note_memory(const struct boot_info *bi)
+{
+	for (uint32_t i = 0; i < bi->nmmap; i++) {
+		const struct boot_mem_region *r = &bi->mmap[i];
+		uint64_t end = r->base + r->len;
+
+		if (r->base >= PCI_HOLE_END)
+			continue;
+		if (r->type == BOOT_MEM_RESERVED) {
+			/* e.g. q35's ECAM window: not RAM, not free either */
+			reserved[nreserved++] = (struct pci_range){r->base, r->len};
+			continue;
+		}
+		if (end > mem_top)
+			mem_top = end > PCI_HOLE_END ? PCI_HOLE_END : end;
+	}
+}
+
+unsigned pci_bars_assigned(void)
+{
+	return assigned;
+}
+
+/* The busy scan sizes every memory BAR that decodes somewhere (sizing
+ * turns that function's decoding off for a moment, as Linux's boot-time
+ * scan does; nothing else runs meanwhile). */
+static bool scanning; /* pci_bar() inside the busy scan: never places */
+
+static uint64_t assign(const struct pci_dev *d, int bar, uint64_t size, bool is64)
+{
+	if (!mem_top || scanning)
+		return 0; /* no memory map: nowhere known to be free */
+	nbusy = 0;
+	for (int i = 0; i < nreserved; i++)
+		busy[nbusy++] = reserved[i];
+	scanning = true;
+	for (int i = 0; i < ndevs; i++)
+		for (int b = 0; b < 6; b++) {
+			uint32_t lo = pci_cfg_read32(&devs[i], PCI_BAR0 + 4 * b);
+			uint64_t sz = 0;
+			bool io;
+
+			if (lo & 1)
+				continue; /* I/O space */
+			uint64_t base = lo & ~15u ? pci_bar(&devs[i], b, &sz, &io) : 0;
+			if (((lo >> 1) & 3) == 2)
+				b++; /* the upper half of a 64-bit BAR */
+			if (base && sz && nbusy < PCI_BUSY_MAX)
+				busy[nbusy++] = (struct pci_range){base, sz};
+		}
+	scanning = false;
+	uint64_t a = pci_place(busy, nbusy, mem_top, PCI_HOLE_END, size);
+	if (!a)
+		return 0;
+	uint16_t off = PCI_BAR0 + 4 * bar;
+	uint32_t flags = pci_cfg_read32(d, off) & 15u;
+	pci_cfg_write32(d, off, (uint32_t)a | flags);
+	if (is64)
+		pci_cfg_write32(d, off + 4, (uint32_t)(a >> 32));
+	assigned++;
+	printf("pci %02x:%02x.%x BAR%d unassigned by firmware: placed at 0x%lx (0x%lx bytes)\n",
+	       d->bus, d->dev, d->fn, bar, (unsigned long)a, (unsigned long)size);
+	return a;
+}
+
 /* Size a BAR by the all-ones write (PCI 3.0 section 6.2.5.1), with decoding
- * off so the device never answers at the probe address. */
+ * off so the device never answers at the probe address. A memory BAR
+ * firmware left at 0 is placed (assign() above). */
 uint64_t pci_bar(const struct pci_dev *d, int bar, uint64_t *size, bool *is_io)
 {
 	uint16_t off = PCI_BAR0 + 4 * bar;
@@ -237,8 +320,13 @@ uint64_t pci_bar(const struct pci_dev *d, int bar, uint64_t *size, bool *is_io)
 	pci_cfg_write16(d, PCI_COMMAND, cmd);
 
 	mask &= io ? ~3ull : ~15ull;
+	uint64_t sz = mask ? (~mask + 1) : 0;
+	if (!is64 && (uint32_t)mask == 0)
+		sz = 0; /* no bit took the ones: the BAR is not implemented */
+	if (!addr && !io && sz)
+		addr = assign(d, bar, sz, is64);
 	if (size)
-		*size = mask ? (~mask + 1) : 0;
+		*size = sz;
 	if (is_io)
 		*is_io = io;
 	return addr;

@@ -26,6 +26,30 @@ static unsigned data_reads;       /* CONFIG_DATA reads: each an exit under KVM *
 static uint64_t ecam_on;
 static int no_ports; /* microvm: nothing answers at 0xCF8/0xCFC */
 
+/* The function's BARs as a device decodes them (PCI 3.0 6.2.5.1): size
+ * 0 = not implemented (reads 0 whatever is written), else the address bits
+ * below the size read 0 and the low four bits are the BAR's type. BAR1: a
+ * 32-bit memory BAR of 4 KiB; BAR4-5: a 64-bit prefetchable one of 16 KiB
+ * (virtio-net-pci's modern BAR). */
+static const struct {
+	uint32_t size, flags;
+} bar_model[6] = {{0, 0}, {0x1000, 0x0}, {0, 0}, {0, 0}, {0x4000, 0xc}, {0, 0}};
+
+static void bar_decode(unsigned off)
+{
+	unsigned i = (off - 0x10) / 4;
+	uint32_t v = 0;
+
+	for (int k = 0; k < 4; k++)
+		v |= (uint32_t)space[0x10 + 4 * i + k] << (8 * k);
+	/* BAR5 as BAR4's upper half keeps every bit (16 KiB < 4 GiB) */
+	if (!(i == 5 && bar_model[4].size))
+		v = bar_model[i].size ? (v & ~(bar_model[i].size - 1) & ~15u) | bar_model[i].flags
+		                      : 0;
+	for (int k = 0; k < 4; k++)
+		space[0x10 + 4 * i + k] = (uint8_t)(v >> (8 * k));
+}
+
 static void space_write(unsigned off, unsigned width, uint32_t v)
 {
 	if (width == 4 && off == PCI_COMMAND)
@@ -41,6 +65,8 @@ static void space_write(unsigned off, unsigned width, uint32_t v)
 			space[o] = b; /* ids read-only */
 		}
 	}
+	if (off >= 0x10 && off < 0x28)
+		bar_decode(off & ~3u);
 }
 
 static uint32_t space_read(unsigned off, unsigned width)
@@ -200,6 +226,73 @@ static void test_ecam(void)
 	check_writes("ecam");
 }
 
+static void test_place(void)
+{
+	static const struct pci_range busy[] = {{0x20000000, 0x1000}, {0x20005000, 0x3000}};
+	static const struct pci_range tail[] = {{0x20005000, 0x2000}};
+
+	CHECK_EQ(0x20000000u, pci_place(NULL, 0, 0x20000000, 0xfec00000ull, 0x4000),
+	         "an empty hole: its first aligned address");
+	CHECK_EQ(0x20004000u, pci_place(NULL, 0, 0x20000001, 0xfec00000ull, 0x4000),
+	         "a start that is not aligned: the next multiple of the size");
+	CHECK_EQ(0x20008000u, pci_place(busy, 2, 0x20000000, 0xfec00000ull, 0x4000),
+	         "first fit clear of both busy ranges, size-aligned");
+	CHECK_EQ(0x20001000u, pci_place(busy, 2, 0x20000000, 0xfec00000ull, 0x1000),
+	         "a small BAR fits the gap between them");
+	CHECK_EQ(0, pci_place(busy, 2, 0x20000000, 0x20008000ull, 0x4000),
+	         "no room below the end: 0");
+	CHECK_EQ(0x20007000u, pci_place(tail, 1, 0x20005000, 0x20008000ull, 0x1000),
+	         "the last page below the end");
+	CHECK_EQ(0, pci_place(busy + 1, 1, 0x20005000, 0x20008000ull, 0x1000),
+	         "a window all busy: 0");
+	CHECK_EQ(0, pci_place(NULL, 0, 0x20000000, 0xfec00000ull, 0x3000),
+	         "a size that is not a power of two: 0");
+	CHECK_EQ(0, pci_place(NULL, 0, 0x20000000, 0xfec00000ull, 0), "size 0: 0");
+	CHECK_EQ(0, pci_place(NULL, 0, 0xfffffffffffff000ull, ~0ull, 0x4000),
+	         "an aligned start that wraps: 0");
+}
+
+/* pci_bar() on a BAR firmware left at 0 (qboot leaves virtio-net-pci's
+ * 64-bit BAR so): placed above RAM, clear of the reserved ranges of the
+ * boot map and of every BAR decoding, written back, counted. */
+static void test_assign(void)
+{
+	static struct boot_info bi;
+	const struct pci_dev *d = pci_get(0);
+	uint64_t size = 0;
+	bool io = true;
+
+	ecam_on = 0;
+	reset_space();
+	space_write(0x14, 4, 0x20000000u); /* BAR1 decodes at the bottom of the hole */
+	space_write(0x20, 4, 0);
+	space_write(0x24, 4, 0);
+	CHECK_EQ(0, pci_bar(d, 4, &size, &io), "no memory map yet: nothing is known free, 0");
+	CHECK_EQ(0x4000u, size, "BAR4 sized 16 KiB");
+	CHECK_EQ(0, pci_bars_assigned(), "nothing placed without a map");
+
+	bi.nmmap = 4;
+	bi.mmap[0] = (struct boot_mem_region){0, 0x9fc00, BOOT_MEM_RAM};
+	bi.mmap[1] = (struct boot_mem_region){0x100000, 0x1ff00000, BOOT_MEM_RAM};
+	bi.mmap[2] = (struct boot_mem_region){0x20004000, 0x4000, BOOT_MEM_RESERVED};
+	bi.mmap[3] = (struct boot_mem_region){0xfffc0000, 0x40000, BOOT_MEM_RESERVED};
+	pci_note_memory(&bi);
+	uint64_t a = pci_bar(d, 4, &size, &io);
+	CHECK_EQ(
+	    0x20008000u, a,
+	    "above RAM (0x20000000), past BAR1 (0x20000000+) and the reserved range at 0x20004000");
+	CHECK(!io, "a memory BAR");
+	CHECK_EQ(0x2000800cu, pci_cfg_read32(d, 0x20), "the lower half written, type bits kept");
+	CHECK_EQ(0, pci_cfg_read32(d, 0x24), "the upper half written");
+	CHECK_EQ(1, pci_bars_assigned(), "one BAR placed");
+	CHECK_EQ(0x20008000u, pci_bar(d, 4, &size, &io),
+	         "assigned now: read back, not placed again");
+	CHECK_EQ(1, pci_bars_assigned(), "still one");
+	CHECK_EQ(0, pci_bar(d, 0, &size, &io), "an unimplemented BAR stays 0");
+	CHECK_EQ(0, size, "and has no size");
+	CHECK_EQ(1, pci_bars_assigned(), "and is not placed");
+}
+
 int main(void)
 {
 	printf("test_pci\n");
@@ -208,5 +301,7 @@ int main(void)
 		return check_done("test_pci");
 	RUN(test_ports);
 	RUN(test_ecam);
+	RUN(test_place);
+	RUN(test_assign);
 	return check_done("test_pci");
 }

@@ -113,10 +113,11 @@ $(UNIT_DIR)/test_virtio_pci: tests/unit/test_virtio_pci.c drivers/virtio/virtio_
 
 # kernel/pci.c's configuration accesses against a modelled function
 # (cfg_model.h replaces kernel/arch.h: ports and ECAM decoded, STATUS W1C).
-$(UNIT_DIR)/test_pci: tests/unit/test_pci.c kernel/pci.c tests/unit/cfg_model.h $(UNIT_DEPS)
+$(UNIT_DIR)/test_pci: tests/unit/test_pci.c kernel/pci.c kernel/pci_place.c tests/unit/cfg_model.h $(UNIT_DEPS)
 	@mkdir -p $(@D)
 	@echo "  HOSTCC  $@"
-	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/cfg_model.h tests/unit/test_pci.c kernel/pci.c -o $@
+	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/cfg_model.h tests/unit/test_pci.c kernel/pci.c \
+		kernel/pci_place.c -o $@
 
 # kernel/paging.c's tables walked on the host (cr3_shim.h replaces arch.h).
 $(UNIT_DIR)/test_paging: tests/unit/test_paging.c kernel/paging.c tests/unit/cr3_shim.h \
