@@ -696,6 +696,14 @@ static void pkt_total(void)
 			pkt_add_counters(&a.tx, &q->a.tx);
 			pkt_add_counters(&b.rx, &q->b.rx);
 			pkt_add_counters(&b.tx, &q->b.tx);
+			/* PROFILE=1: each pair's snapshots are its own CPU's
+			 * stages (kernel/prof.c); the total is their sum. */
+			for (int i = 0; i < PROF_STAGES; i++) {
+				a.prof.cycles[i] += q->a.prof.cycles[i];
+				a.prof.calls[i] += q->a.prof.calls[i];
+				b.prof.cycles[i] += q->b.prof.cycles[i];
+				b.prof.calls[i] += q->b.prof.calls[i];
+			}
 		}
 	}
 	if (t.t_first)

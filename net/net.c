@@ -69,6 +69,7 @@ void net_configure_link(void)
 	/* A label only: the host says which backend it gave us, so result
 	 * lines are self-describing (the guest cannot tell tap from vhost). */
 	backend = cmdline_str("backend", "unknown");
+	vnet_rss_set_peer_kick(cmdline_bool("rss.peer_kick", true));
 }
 
 static void configure_ip(void)

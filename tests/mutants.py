@@ -504,6 +504,18 @@ MUTANTS = [
      "memcpy(in + 8, ip + ihl, 4);", "memcpy(in + 8, ip + 20, 4);", [POLL]),
     ("rss: a fragment is hashed as if it carried ports", RSS,
      "(ip[6] & 0x3f) || ip[7] || ihl < 20", "ihl < 20", [POLL]),
+    # Issue 40: QEMU 7.2's software RSS parks a frame for a full receiveq on
+    # the queue it arrived on; only that queue's doorbell flushes it.
+    ("rss: an RX kick rings no other receiveq", RSS,
+     "virtq_doorbell_foreign(&p->rxq);\n\t\tvn->rx.peer_kicks++;", "vn->rx.peer_kicks++;", [POLL, PACKED]),
+    ("rss: an RX kick rings its own receiveq again, not the others", RSS,
+     "virtq_doorbell_foreign(&p->rxq);", "virtq_doorbell_foreign(&vn->rxq);", [POLL]),
+    ("rss: the peer kicks ring without RSS too", RSS,
+     "if (!rss.on || !peer_kick || vn->pairs < 2 ||", "if (!peer_kick || vn->pairs < 2 ||", [POLL]),
+    ("rss: rss.peer_kick=0 is ignored", RSS,
+     "if (!rss.on || !peer_kick || vn->pairs < 2 ||", "if (!rss.on || vn->pairs < 2 ||", [POLL]),
+    ("rx: the refill's kick does not ring the peers", RX,
+     "\t\tvirtq_notify(&vn->rxq);\n\t\tvnet_rss_kick_peers(vn);", "\t\tvirtq_notify(&vn->rxq);", [POLL]),
     # Caught as a hang (TIMEOUT): one binary only.
     ("mq: the wait for the control queue's ack is unbounded", MQ,
      "if (clock_ns() - t0 > CTRL_WAIT_NS) {", "if (clock_ns() - t0 > CTRL_WAIT_NS && 0) {",

@@ -142,6 +142,7 @@ void result_counters(const struct result_snap *a, const struct result_snap *b,
 	result_u64("kicks_suppressed", suppressed);
 	result_u64("kick_rescues", (b->tx.kick_rescues - a->tx.kick_rescues) +
 	                               (b->rx.kick_rescues - a->rx.kick_rescues));
+	result_u64("rx_peer_kicks", b->rx.peer_kicks - a->rx.peer_kicks);
 	result_u64("reclaim_calls", reclaim_calls);
 	result_u64("reclaimed", b->tx.reclaimed - a->tx.reclaimed);
 	result_u64("ring_full", b->tx.ring_full - a->tx.ring_full);

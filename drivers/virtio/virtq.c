@@ -284,6 +284,11 @@ void virtq_notify(struct virtq *vq)
 	vq->notify(vq->notify_ctx, vq->qidx, vq->avail_pub);
 }
 
+void virtq_doorbell_foreign(const struct virtq *vq)
+{
+	vq->notify(vq->notify_ctx, vq->qidx, __atomic_load_n(&vq->avail_pub, __ATOMIC_RELAXED));
+}
+
 /* A device fault: count it, say it in one line, stop touching the ring. */
 static int virtq_fault(struct virtq *vq, enum virtq_fault f, uint16_t used_idx, uint32_t id,
                        uint32_t len)

@@ -135,6 +135,12 @@ int virtq_add(struct virtq *vq, const struct virtq_buf *bufs, unsigned n, void *
 void virtq_publish(struct virtq *vq);
 bool virtq_kick_prepare(struct virtq *vq);
 void virtq_notify(struct virtq *vq);
+/* Ring the doorbell of a queue another CPU owns (vnet_rss.c), counting
+ * nothing and changing nothing of the owner's. Without
+ * VIRTIO_F_NOTIFICATION_DATA (which the caller must exclude) only the queue
+ * index reaches the device; the position virtq_notify() would send rides
+ * along, read as it stands (the transports' doorbell takes one). */
+void virtq_doorbell_foreign(const struct virtq *vq);
 bool virtq_enable_cb(struct virtq *vq); /* true: completions already waiting, do not wait */
 bool virtq_enable_cb_after(struct virtq *vq, uint16_t k);
 void virtq_set_sync(struct virtq *vq, virtq_sync_fn fn, void *ctx);

@@ -312,6 +312,13 @@ void virtq_notify(struct virtq *vq)
 	vq->notify(vq->notify_ctx, vq->qidx, virtq_off_wrap(vq->pub_pos, vq->pub_wrap));
 }
 
+void virtq_doorbell_foreign(const struct virtq *vq)
+{
+	vq->notify(vq->notify_ctx, vq->qidx,
+	           virtq_off_wrap(__atomic_load_n(&vq->pub_pos, __ATOMIC_RELAXED),
+	                          __atomic_load_n(&vq->pub_wrap, __ATOMIC_RELAXED)));
+}
+
 /* What the descriptor at the used position says (2.8.1): */
 enum virtq_slot {
 	VIRTQ_SLOT_WAIT, /* not used yet (ours, available; or nothing in flight) */

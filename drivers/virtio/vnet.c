@@ -618,10 +618,12 @@ static void vnet_print_queue(const char *name, const struct vnet_counters *c)
 	       (unsigned long long)c->idle_reclaim_calls, (unsigned long long)c->idle_reclaimed);
 	for (int i = 0; i < VNET_COUNTER_BUCKETS; i++)
 		printf("%s%llu", i ? "," : "", (unsigned long long)c->reclaim_hist[i]);
-	printf("],\"ring_full\":%llu,\"refills\":%llu,\"refilled\":%llu,\"drops\":%llu,"
-	       "\"csum\":%llu,\"gso\":%llu,\"bufs\":%llu,\"device_errors\":%llu,\"irqs\":%llu}\n",
+	printf("],\"ring_full\":%llu,\"refills\":%llu,\"refilled\":%llu,\"peer_kicks\":%llu,"
+	       "\"drops\":%llu,\"csum\":%llu,\"gso\":%llu,\"bufs\":%llu,\"device_errors\":%llu,"
+	       "\"irqs\":%llu}\n",
 	       (unsigned long long)c->ring_full, (unsigned long long)c->refills,
-	       (unsigned long long)c->refilled, (unsigned long long)c->drops,
+	       (unsigned long long)c->refilled, (unsigned long long)c->peer_kicks,
+	       (unsigned long long)c->drops,
 	       (unsigned long long)c->csum, (unsigned long long)c->gso, (unsigned long long)c->bufs,
 	       (unsigned long long)c->device_errors, (unsigned long long)c->irqs);
 }

@@ -124,6 +124,7 @@ struct vnet_counters {
 	uint64_t ring_full;          /* TX: vnet_tx() returned VNET_EAGAIN */
 	uint64_t refills;            /* RX: refill batches */
 	uint64_t refilled;           /* RX: buffers re-posted */
+	uint64_t peer_kicks; /* RX: doorbells rung on other pairs' receiveqs (vnet_rss.c) */
 	uint64_t drops;              /* RX: frames dropped by the driver (malformed) */
 	uint64_t csum;          /* TX: frames sent NEEDS_CSUM; RX: frames the device vouched for */
 	uint64_t gso;           /* TX: TSO frames; RX: large-receive frames */
@@ -183,6 +184,10 @@ int vnet_rss_frame_queue(const uint8_t *eth, size_t len);
 uint32_t vnet_toeplitz(const uint8_t *key, size_t keylen, const uint8_t *in, size_t n);
 uint32_t vnet_rss_hash(const uint8_t in[VNET_RSS_INPUT_LEN]);
 uint32_t vnet_rss_hash_bitwise(const uint8_t in[VNET_RSS_INPUT_LEN]);
+/* Whether an RX kick under RSS also rings the other pairs' receiveqs
+ * (on by default; vnet_rss.c says why, command-line key rss.peer_kick).
+ * Set before vnet_open_mq(). */
+void vnet_rss_set_peer_kick(bool on);
 struct vnet *vnet_queue(struct vnet *vn, unsigned qp); /* NULL past the last */
 unsigned vnet_queue_index(const struct vnet *vn);      /* this pair's: 0.. */
 const uint8_t *vnet_mac(const struct vnet *vn);

@@ -32,6 +32,8 @@ static const uint8_t rss_key[VNET_RSS_KEY_LEN] = {
     0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
     0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
 
+static bool peer_kick = true; /* vnet_rss_set_peer_kick(), before bring-up */
+
 static struct {
 	bool on;
 	unsigned pairs;
@@ -199,4 +201,52 @@ int vnet_rss_frame_queue(const uint8_t *eth, size_t len)
 	memcpy(in, ip + 12, 8);
 	memcpy(in + 8, ip + ihl, 4);
 	return rss.table[vnet_rss_hash(in) & (rss.len - 1u)];
+}
+
+void vnet_rss_set_peer_kick(bool on)
+{
+	peer_kick = on;
+}
+
+/*
+ * QEMU 7.2's software RSS (hw/net/virtio-net.c, used when its eBPF
+ * steering program cannot load) leaves a frame stranded when it steers it
+ * to a full receiveq. The tap hands the frame to the subqueue tun picked
+ * (the arrival queue a); virtio_net_receive_rcu() on a runs
+ * virtio_net_process_rss() and calls itself on the target subqueue t,
+ * where virtio_net_has_buffers() finds no buffer and returns 0. That 0
+ * goes back through a's delivery, so qemu_deliver_packet_iov() sets a's
+ * receive_disabled, the frame waits on a's NetQueue (incoming_queue), and
+ * tap_send() stops reading a's tap queue (tap_read_poll(false)) until the
+ * queued frame is sent. Only a's qemu_flush_queued_packets() releases it,
+ * and virtio_net_handle_rx(), the RX doorbell handler, flushes the rung
+ * queue's own subqueue: our refill of t rings t and flushes t, while the
+ * frame for t waits on a, and a (its ring full of buffers, nothing
+ * arriving) never rings. The flow stops after a ring or two
+ * (tests/cases/test_mq.py shows it with rss.peer_kick=0, and that a flow
+ * whose arrival queue is its target does not stop).
+ *
+ * So after ringing its own receiveq (the device asks for that kick only
+ * when it ran out of buffers there, which is when a frame may be parked
+ * elsewhere) a pair rings every other pair's receiveq too: QEMU then
+ * flushes those NetQueues, and a parked frame reaches the refilled ring.
+ * A doorbell too many is harmless (virtio 1.2 2.9: the device re-reads
+ * the ring). Counted in the ringing pair's rx.peer_kicks; the doorbell
+ * writes only the queue index, so nothing of the other pair's is
+ * touched, and not with NOTIFICATION_DATA (virtq_doorbell_foreign()),
+ * which QEMU 7.2 does not offer.
+ */
+void vnet_rss_kick_peers(struct vnet *vn)
+{
+	if (!rss.on || !peer_kick || vn->pairs < 2 ||
+	    (vn->features & VIRTIO_BIT(VIRTIO_F_NOTIFICATION_DATA)))
+		return;
+	for (unsigned k = 0; k < vn->pairs; k++) {
+		const struct vnet *p = vnet_queue(vn, k);
+
+		if (k == vn->qp || !p)
+			continue;
+		virtq_doorbell_foreign(&p->rxq);
+		vn->rx.peer_kicks++;
+	}
 }

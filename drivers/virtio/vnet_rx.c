@@ -66,8 +66,10 @@ void vnet_rx_refill(struct vnet *vn, bool kick)
 		vn->rx.refilled++;
 	}
 	virtq_publish(&vn->rxq);
-	if (kick && virtq_kick_prepare(&vn->rxq))
+	if (kick && virtq_kick_prepare(&vn->rxq)) {
 		virtq_notify(&vn->rxq);
+		vnet_rss_kick_peers(vn);
+	}
 }
 
 /* Main-loop pass (and before waiting): re-post in batches, or at once if

@@ -15,6 +15,9 @@
  * time on CLOCK_REALTIME (what SO_TIMESTAMPNS gives a receiver). With
  * --trial N a trial marker ("VNPT" and N) follows the last frame after
  * --marker-wait ms: the receive modes print their PKT_TRIAL line on it.
+ * --sport N sends the flow from UDP port N instead of 40000 (another
+ * flow: with RSS another hash, with a multi_queue tap maybe another tap
+ * queue; tests/cases/test_mq.py picks flows by both).
  *
  * Every frame is offered once: a frame the kernel refuses is counted (by
  * errno) and not sent again, so the offered rate does not bend to the sink
@@ -63,7 +66,7 @@ static void usage_error(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr,
 	        "\nusage: pacegen [--size 64..1518] [--batch 1..%d] [--qdisc-bypass] [--cpu N]\n"
-	        "       [--fifo] [--trial N [--marker-wait MS]] IFACE DMAC RATE SECONDS\n"
+	        "       [--fifo] [--sport N] [--trial N [--marker-wait MS]] IFACE DMAC RATE SECONDS\n"
 	        "  RATE 1..100000000 frames/s, SECONDS 0.01..%d\n",
 	        MAX_BATCH, PKTGEN_MAX_S);
 	exit(2);
@@ -109,10 +112,11 @@ int main(int argc, char **argv)
 	    {"cpu", required_argument, 0, 'c'},
 	    {"qdisc-bypass", no_argument, 0, 'q'},
 	    {"fifo", no_argument, 0, 'f'},
+	    {"sport", required_argument, 0, 'p'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
-	unsigned size = 64, batch = 0;
+	unsigned size = 64, batch = 0, sport = 40000;
 	long long trial = -1, marker_wait_ms = 100, cpu = -1;
 	bool bypass = false, fifo = false;
 	int c;
@@ -139,6 +143,9 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			fifo = true;
+			break;
+		case 'p':
+			sport = (unsigned)pktgen_num(optarg, "--sport", 1, 65535);
 			break;
 		case 'h':
 			usage_error("help");
@@ -198,6 +205,7 @@ int main(int argc, char **argv)
 	struct mmsghdr msgs[MAX_BATCH];
 	for (unsigned i = 0; i < batch; i++) {
 		pktgen_frame(bufs[i], len, dmac, smac, "VNPK");
+		pktgen_be(bufs[i] + 34, sport, 2);
 		iov[i] = (struct iovec){.iov_base = bufs[i], .iov_len = len};
 		msgs[i] = (struct mmsghdr){.msg_hdr = {.msg_iov = &iov[i], .msg_iovlen = 1}};
 	}
@@ -287,6 +295,7 @@ int main(int argc, char **argv)
 
 		nanosleep(&ts, NULL);
 		pktgen_frame(m, PKTGEN_MIN - PKTGEN_FCS, dmac, smac, "VNPT");
+		pktgen_be(m + 34, sport, 2);
 		pktgen_be(m + PKTGEN_SEQ_OFF, (uint64_t)trial, 8);
 		for (int k = 0; k < 100 && !marker_sent; k++) {
 			marker_sent = send(fd, m, PKTGEN_MIN - PKTGEN_FCS, 0) ==

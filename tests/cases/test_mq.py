@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 
-from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, KnownFault, linked_kernel, netpeer, ping, wait_listening
+from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, linked_kernel, netpeer, ping, wait_listening
 
 PEER = [sys.executable, os.path.join(TOP, "tests", "tools", "pktpeer.py")]
 MQ_TAP = "vnlmqtap0"
@@ -219,79 +219,122 @@ def toeplitz(key, data):
     return h
 
 
-def rss_one_flow(t, n, rate, pkt_keys):
-    """rxonly, mq=2 smp=2 with RSS, and pacegen's one UDP flow
-    (10.77.0.1:40000 -> 10.77.0.2:9) of n frames at rate: the finished
-    guest, the flow's Toeplitz hash as the host works it out, the queue
-    the driver's table names for it (entry hash & 127, queue = entry mod
-    2) and the per-queue RESULT objects (Fail without one per queue)."""
+def rss_queue(sport):
+    """pacegen's flow from UDP sport (10.77.0.1:sport -> 10.77.0.2:9): its
+    Toeplitz hash as the host works it out and the queue the driver's
+    table names for it (entry hash & 127, queue = entry mod 2)."""
+    h = toeplitz(RSS_KEY, bytes([10, 77, 0, 1, 10, 77, 0, 2]) + sport.to_bytes(2, "big") + (9).to_bytes(2, "big"))
+    return h, (h & 127) % 2
+
+
+def rss_flows(t, n, rate, pkt_keys, kinds):
+    """rxonly, mq=2 smp=2 with RSS; for each kind in kinds, in turn, one
+    UDP flow of n frames at rate from host/pktgen/pacegen. A flow's
+    arrival queue is the tap queue tun's flow hash puts it on (QEMU's
+    subqueue k reads tap queue k), its target the queue RSS names;
+    `tests/tools/pktpeer.py tapq` finds, with one trial marker per source
+    port (markers are not counted as frames), a port whose arrival queue
+    is its target ("same") and one whose is not ("crossed"). Returns the
+    finished guest, per kind (sport, hash, target, arrival, pacegen's
+    JSON) and the per-queue RESULT objects (Fail without one per queue)."""
     pacegen = os.path.join(BUILD, "host", "pacegen")
     if not os.access(pacegen, os.X_OK):
         raise Fail(f"{pacegen} not built (make host-tools)")
-    h = toeplitz(RSS_KEY, bytes([10, 77, 0, 1, 10, 77, 0, 2]) + (40000).to_bytes(2, "big") + (9).to_bytes(2, "big"))
-    want = (h & 127) % 2
+    flows = {}
     with t.netns() as ns:
         tap = mq_tap(ns)
         g = t.start(append=f"app=pkt backend=tap pkt.mode=rxonly {pkt_keys} mq=2 smp=2",
                     net=f"tap:{tap}", ns=ns, timeout=120, queues=2, extra=("-smp", "2"))
         mac = g.wait_line(r"^virtio-net: mac=(\S+) ", timeout=60).group(1)
         g.wait_line(r"^pkt: mode=rxonly .* mq=on ready$", timeout=60)
-        r = ns.run([pacegen, tap, mac, str(rate), str(n // rate)], timeout=60, capture_output=True, text=True)
-        if r.returncode:
-            raise Fail(f"pacegen: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+        r = ns.run(PEER + ["tapq", tap, mac] + [str(p) for p in range(40000, 40032)], timeout=60,
+                   capture_output=True, text=True)
+        tq = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {"error": r.stderr[-300:]}
+        if "queues" not in tq:
+            raise Fail(f"pktpeer tapq: {tq}")
+        for sport, arrival in tq["queues"].items():
+            h, want = rss_queue(int(sport))
+            kind = "same" if arrival == want else "crossed"
+            flows.setdefault(kind, (int(sport), h, want, arrival))
+        for kind in kinds:
+            if kind not in flows:
+                raise Fail(f"no {kind} flow among source ports 40000-40031: {tq}")
+            r = ns.run([pacegen, "--sport", str(flows[kind][0]), tap, mac, str(rate), str(n / rate)], timeout=60,
+                       capture_output=True, text=True)
+            if r.returncode:
+                raise Fail(f"pacegen: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+            flows[kind] += (json.loads(r.stdout.strip().splitlines()[-1]),)
         g.wait()
     per = {x["queue"]: x for x in json_lines(g, "RESULT") if "queue" in x}
     if sorted(per) != [0, 1]:
         raise Fail(f"expected RESULT lines for queue 0 and queue 1: {per}\n{g.tail(12)}")
-    return g, h, want, per
+    return g, {k: flows[k] for k in kinds}, per
 
 
 def test_mq_rxonly_rss_check(t):
-    """rxonly, mq=2 smp=2 with RSS: host/pktgen/pacegen's one UDP flow
-    (10.77.0.1:40000 -> 10.77.0.2:9) must land on the queue the driver's
-    table names for its Toeplitz hash, which the host works out itself
-    (entry hash & 127, queue = entry mod 2): that queue counts every frame,
-    the other none, and neither counts an rss_miss (app=pkt checks each
-    frame's queue with vnet_rss_frame_queue()). A device that steered by
-    another table, or a check that hashed wrong, fails here."""
-    # A rate the guest keeps up with: with a full RX ring the flow stalls
-    # under QEMU 7.2's software RSS (the known fault below).
-    n, rate = 3000, 1000
-    g, h, want, per = rss_one_flow(t, n, rate, "pkt.idle=2 pkt.seconds=20")
+    """rxonly, mq=2 smp=2 with RSS, 40,000 frames of one UDP flow at
+    20,000 frames/s (more than the guest takes at once under TCG: its RX
+    ring fills and the device asks for kicks), a flow tun puts on the tap
+    queue RSS does not name (a "crossed" flow, rss_flows()). Every frame
+    must land on the queue the driver's table names for its Toeplitz hash,
+    which the host works out itself: that queue counts all of them, the
+    other none, and neither counts an rss_miss (app=pkt checks each frame's
+    queue with vnet_rss_frame_queue()). A device that steered by another
+    table, or a check that hashed wrong, fails here. Before the driver
+    rang the other receiveqs after an RX kick (drivers/virtio/vnet_rss.c
+    vnet_rss_kick_peers(); test_mq_rxonly_rss_stall_without_peer_kick)
+    this flow stopped after 256-704 frames under QEMU 7.2's software RSS;
+    the target queue's rx_peer_kicks say the doorbells were rung."""
+    n, rate = 40000, 20000
+    g, flows, per = rss_flows(t, n, rate, "pkt.idle=3 pkt.seconds=15", ["crossed"])
     g.expect_ok()
     g.expect(r"^virtio-net: mq pairs=2 .* rss=on$")
+    sport, h, want, arrival, gen = flows["crossed"]
     got = {q: (per[q]["frames"], per[q].get("rss_misses")) for q in (0, 1)}
-    if got[want] != (n, 0) or got[1 - want] != (0, 0):
-        raise Fail(f"the flow hashes to {h:#010x}, entry {h & 127}: queue {want} must count all {n} frames and "
-                   f"neither queue an rss_miss; (frames, rss_misses) per queue: {got}")
-    print(f"    one flow, hash {h:#010x} -> queue {want}: {got} (TCG, tap)")
+    dropped = gen.get("if_tx_dropped", 0)
+    if got[want] != (n - dropped, 0) or got[1 - want] != (0, 0) or dropped > n // 100:
+        raise Fail(f"flow from port {sport} hashes to {h:#010x}, entry {h & 127}, arrives on tap queue {arrival}: "
+                   f"queue {want} must count all {n} frames (less the {dropped} the tap dropped, at most 1 %) and "
+                   f"neither queue an rss_miss; (frames, rss_misses) per queue: {got}; pacegen: {gen}")
+    if not per[want]["rx_peer_kicks"] or not per[want]["kicks"]:
+        raise Fail(f"queue {want}'s ring never ran dry (kicks {per[want]['kicks']}) or it rang no other "
+                   f"receiveq (rx_peer_kicks {per[want]['rx_peer_kicks']}): not the case this test is for")
+    print(f"    crossed flow (port {sport}, tap queue {arrival}, hash {h:#010x} -> queue {want}) at {rate}/s: "
+          f"{got} (tap dropped {dropped}), kicks {per[want]['kicks']}, rx_peer_kicks "
+          f"{per[want]['rx_peer_kicks']} (TCG, tap)")
 
 
-def test_mq_rxonly_rss_full_ring_stall_known_fault(t):
-    """KNOWN FAULT (issue 39's RSS work, 2026-12-06): the same one-flow
-    rxonly run as test_mq_rxonly_rss_check, at 20,000 frames/s instead of
-    1,000, so the flow's RX ring fills: under QEMU 7.2's software RSS the
-    flow stops after a ring or two (256 or 512 frames were seen) and the
-    rest never arrives, although the guest polls, refills and kicks.
-    Suspected, from reading QEMU 7.2's virtio-net.c (not proved): a frame
-    arrives on the tap queue tun's flow hash picks, RSS steers it to
-    another virtqueue, which is full, so it waits on the arrival queue's
-    NetQueue; virtio_net_handle_rx() flushes only the kicked queue's
-    NetQueue, so the target queue's kick never releases it. A driver
-    workaround to try: after an RX kick under RSS, notify the other RX
-    queues too. Reproduced here every run; raises
-    KnownFault while it reproduces, Fail once every frame arrives (then
-    raise test_mq_rxonly_rss_check's rate and delete this)."""
+def test_mq_rxonly_rss_stall_without_peer_kick(t):
+    """The cause of the stall test_mq_rxonly_rss_check guards against,
+    shown with the driver's workaround off (rss.peer_kick=0; QEMU 7.2's
+    hw/net/virtio-net.c, drivers/virtio/vnet_rss.c says where): in one
+    boot, first a flow whose tap queue is its RSS target ("same"): its
+    frames wait on that queue's own NetQueue when the ring is full, the
+    refill's kick flushes it, and all 40,000 at 20,000 frames/s arrive;
+    then a flow tun puts on the other tap queue ("crossed"): its frame for
+    a full ring waits on the arrival queue's NetQueue, which only a kick
+    of the arrival queue flushes, and none comes: the flow stops after a
+    ring or two."""
     n, rate = 40000, 20000
-    g, h, want, per = rss_one_flow(t, n, rate, "pkt.idle=3 pkt.seconds=12")
-    got = {q: (per[q]["frames"], per[q].get("rss_misses")) for q in (0, 1)}
-    if got[1 - want][0] or got[want][1] or got[1 - want][1]:
-        raise Fail(f"frames on the wrong queue or rss_misses: (frames, rss_misses) per queue {got}")
-    if got[want][0] == n:
-        raise Fail(f"fixed? all {n} frames at {rate}/s reached queue {want}: raise test_mq_rxonly_rss_check's "
-                   "rate and delete this known-fault test")
-    raise KnownFault(f"mq=2 RSS rxonly at {rate} frames/s (TCG, tap): queue {want} got {got[want][0]} of {n} "
-                     "frames, then the flow stopped (QEMU 7.2 software RSS with a full ring; not fixed)")
+    g, flows, per = rss_flows(t, n, rate, "pkt.idle=3 pkt.seconds=15 rss.peer_kick=0", ["same", "crossed"])
+    g.expect_ok()
+    s_port, _, s_want, s_arr, s_gen = flows["same"]
+    c_port, _, c_want, c_arr, c_gen = flows["crossed"]
+    got = {q: per[q]["frames"] for q in (0, 1)}
+    if any(per[q]["rss_misses"] or per[q]["rx_peer_kicks"] for q in (0, 1)):
+        raise Fail(f"rss_misses or rx_peer_kicks with rss.peer_kick=0: {per}")
+    s_dropped = s_gen.get("if_tx_dropped", 0)
+    crossed = got[c_want] - (n - s_dropped if c_want == s_want else 0)
+    if got[s_want] < n - s_dropped or s_dropped > n // 100 or not per[s_want]["kicks"]:
+        raise Fail(f"same flow (port {s_port}, tap queue {s_arr} = queue {s_want}): expected all {n} frames "
+                   f"(less the {s_dropped} the tap dropped, at most 1 %) with its ring running dry "
+                   f"(kicks {per[s_want]['kicks']}); frames per queue {got}")
+    if crossed >= n // 10:
+        raise Fail(f"crossed flow (port {c_port}, tap queue {c_arr}, queue {c_want}): {crossed} of {n} frames "
+                   f"arrived: expected the stall (a few rings at most) without the peer kick; per queue {got}")
+    print(f"    rss.peer_kick=0 at {rate}/s: same flow (tap queue {s_arr} = queue {s_want}) {n - s_dropped} of "
+          f"{n} arrived, kicks {per[s_want]['kicks']}; crossed flow (tap queue {c_arr} -> queue {c_want}) "
+          f"{crossed} of {n}, then none (TCG, tap)")
 
 
 def test_mq_bad_keys_are_usage_errors(t):
@@ -487,3 +530,48 @@ def test_mq_stream_client_over_both_queues(t):
             raise Fail(f"{test}: pattern check errors: {per}")
         print(f"    mq=2 tcp_{test} client: Mbit/s per queue {[per[q]['mbps'] for q in (0, 1)]}, "
               f"{tot['mbps']} in total (TCG, tap)")
+
+
+def test_mq_profile_build_per_cpu(t):
+    """`make PROFILE=1` with mq=2 smp=2 (txonly, one pair per vCPU): the
+    stage profiler keeps a stack per CPU (kernel/prof.c), so both pairs'
+    burst loops enter and leave their stages at once without corrupting
+    each other (with one stack for all CPUs this boot panicked, "prof:
+    prof_exit() without prof_enter()" or the depth overflow); each queue's
+    RESULT is followed by a PROFILE line with its own CPU's cycles, and
+    the total's PROFILE is their sum."""
+    out = os.path.join(BUILD, "profile")
+    r = subprocess.run(["make", "-s", "-j2", "PROFILE=1", f"O={out}", os.path.join(out, "vnetlab.elf")], cwd=TOP,
+                       capture_output=True, text=True, timeout=900)
+    if r.returncode:
+        raise Fail(f"make PROFILE=1 failed ({r.returncode}): {(r.stdout + r.stderr)[-600:]}")
+    n = 3000
+    with t.netns() as ns:
+        tap = mq_tap(ns)
+        g = t.boot(append=f"app=pkt backend=tap pkt.mode=txonly pkt.rate=3000 pkt.count={n} pkt.seconds=60 "
+                          "mq=2 smp=2", net=f"tap:{tap}", ns=ns, timeout=120, queues=2, extra=("-smp", "2"),
+                   kernel=os.path.join(out, "vnetlab.elf"))
+    g.expect_ok()
+    g.expect_not(r"panic|prof:")
+    lines = g.text()
+    per, prof = {}, {}
+    for i, line in enumerate(lines):
+        m = re.match(r"^RESULT (\{.*\})$", line)
+        if not m:
+            continue
+        res = json.loads(m.group(1))
+        key = res.get("queue", "total")
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if not nxt.startswith("PROFILE {"):
+            raise Fail(f"RESULT for {key} is not followed by its PROFILE line: {nxt!r}\n{g.tail(20)}")
+        per[key], prof[key] = res, json.loads(nxt[len("PROFILE "):])
+    if sorted(per, key=str) != [0, 1, "total"]:
+        raise Fail(f"expected RESULT and PROFILE for queue 0, queue 1 and the total: {sorted(per, key=str)}")
+    for q in (0, 1):
+        if per[q]["frames"] != n or not prof[q]["cycles"] or not prof[q]["enqueue"]["cycles"]:
+            raise Fail(f"queue {q}: {per[q]['frames']} frames (expected {n}), profile {prof[q]}")
+    if prof["total"]["cycles"] != prof[0]["cycles"] + prof[1]["cycles"]:
+        raise Fail(f"the total's profile ({prof['total']['cycles']} cycles) is not the queues' sum "
+                   f"({prof[0]['cycles']} + {prof[1]['cycles']})")
+    print(f"    PROFILE=1 mq=2: cycles per queue {[prof[q]['cycles'] for q in (0, 1)]}, enqueue "
+          f"{[prof[q]['enqueue']['permille'] for q in (0, 1)]} permille (TCG, tap)")

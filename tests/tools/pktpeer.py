@@ -65,6 +65,13 @@ could not do what it was asked).
                            count, seq gaps/reorders, the round trips from
                            that stamp to the kernel's receive stamp as
                            percentiles, and how many were out of (0, 1 s)
+  tapq IFACE DMAC SPORT... which queue of the multi_queue tap IFACE the
+                           kernel's tun puts each flow on (tun's flow hash;
+                           QEMU's queue k reads tap queue k): gives IFACE an
+                           mq qdisc (a class per tap queue, counting), sends
+                           one frame from each UDP SPORT (else the generator
+                           frame, sequence 0) and sees whose class counted
+                           it; prints {"queues": {SPORT: queue}}
 """
 
 import json
@@ -72,6 +79,7 @@ import os
 import select
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -542,15 +550,52 @@ def cmd_stamps(idle, maxs):
     return 0
 
 
+def tap_class_packets(iface):
+    """Packets each tap queue's mq class sent: {queue: packets}."""
+    r = subprocess.run(["tc", "-s", "-j", "class", "show", "dev", iface], capture_output=True, text=True,
+                       timeout=10, check=True)
+    got = {}
+    for c in json.loads(r.stdout or "[]"):
+        if c.get("class") == "mq" and c.get("handle", "").startswith("1:"):
+            got[int(c["handle"][2:], 16) - 1] = c.get("packets", 0)
+    return got
+
+
+def cmd_tapq(iface, dmac, *sports):
+    subprocess.run(["tc", "qdisc", "replace", "dev", iface, "root", "handle", "1:", "mq"], capture_output=True,
+                   text=True, timeout=10, check=True)
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    s.settimeout(5)
+    queues = {}
+    for sport in sports:
+        f = bytearray(frame(mac_bytes(dmac), if_mac(iface), 0))
+        f[34:36] = struct.pack("!H", int(sport))
+        before = tap_class_packets(iface)
+        s.send(bytes(f))
+        deadline = time.monotonic() + 2
+        while True:
+            moved = [q for q, n in tap_class_packets(iface).items() if n != before.get(q, 0)]
+            if len(moved) == 1:
+                queues[sport] = moved[0]
+                break
+            if moved or time.monotonic() > deadline:
+                out(error=f"sport {sport}: tap queues that counted the frame: {moved}")
+                return 1
+            time.sleep(0.01)
+    out(queues=queues)
+    return 0
+
+
 def main(argv):
     cmds = {"recv": cmd_recv, "send": cmd_send, "swap": cmd_swap, "rate": cmd_rate, "stamps": cmd_stamps,
-            "hold": cmd_hold}
+            "hold": cmd_hold, "tapq": cmd_tapq}
     if len(argv) < 2 or argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2
     try:
         return cmds[argv[1]](*argv[2:])
-    except (OSError, ValueError, TypeError) as e:
+    except (OSError, ValueError, TypeError, subprocess.SubprocessError) as e:
         out(error=f"{type(e).__name__}: {e}")
         return 1
 

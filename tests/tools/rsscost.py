@@ -16,13 +16,13 @@ frames/s of one UDP flow for SECONDS, which RSS puts on one queue, whose
 copy checks every frame (rss_misses must stay 0, every frame must arrive).
 Prints one JSON line per run and then the medians and their ratio.
 
-The rate is low on purpose: above what the guest keeps up with (a full RX
-ring) the run stalls. In every such run here (TCG, QEMU 7.2 with its
-software RSS, 10 kframes/s and up) the guest took 256 or 512 frames and
-then none; cause not established (a suspect: tun hands a frame to one QEMU
-queue, RSS redirects it to the full receiveq, and the refill kicks the
-other one). So the end-to-end frames/s of rxonly with RSS cannot show the
-check's cost here; the in-guest timing does.
+The rate is low on purpose, and at it the guest idles between frames
+whatever the check costs: the in-guest timing shows the cost, the
+end-to-end frames/s cannot. (Above a ring's worth the run used to stall after 256
+or 512 frames: QEMU 7.2's software RSS stranded a frame steered to a full
+queue on the queue it arrived on; the driver's peer kick,
+drivers/virtio/vnet_rss.c, ends that, docs/multiqueue.md "Steered frames
+and full rings".)
 
 Root only (a network namespace); traffic stays inside it; every QEMU has
 a hard timeout.

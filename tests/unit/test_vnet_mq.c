@@ -577,6 +577,102 @@ static void test_rss_unusable(void)
 	CHECK_EQ(0, sim.ctrl_cmds, "mq=1: no command");
 }
 
+/* One refill of pair 1 that the device asked for: its receiveq (queue 2)
+ * filled until a frame found no buffer (the device re-arms, like QEMU
+ * 7.2's virtio_net_has_buffers()), then pair 1 takes every frame and
+ * releases it. How many doorbells each receiveq got, and pair 1's RX
+ * counters before and after. */
+struct peer_kick_run {
+	uint64_t q0_bells, q2_bells;
+	struct vnet_counters before, after;
+	unsigned frames;
+};
+
+static struct peer_kick_run rss_peer_kick_run(struct vnet *q1)
+{
+	struct peer_kick_run r = {0};
+	struct vnet_counters tx;
+	struct vnet_rx got;
+	uint8_t frame[FRAME_LEN];
+	uint64_t q0 = sim.q[0].doorbells, q2 = sim.q[2].doorbells;
+
+	vnet_counters(q1, &r.before, &tx);
+	memset(frame, 0x5a, sizeof(frame));
+	for (unsigned i = 0; i <= VIRTQ_MAX_SIZE && sim_rx_inject_q(2, frame, sizeof(frame)); i++)
+		;
+	CHECK(sim.q[2].starved, "queue 2 ran out of buffers");
+	/* vnet_poll() opens each pass's RX budget (VNET_RX_BUDGET). */
+	for (unsigned pass = 0, n = 1; n && pass < 2 * VIRTQ_MAX_SIZE; pass++) {
+		vnet_poll(q1);
+		for (n = 0; vnet_rx(q1, &got) == 1; n++) {
+			r.frames++;
+			vnet_rx_release_frame(q1, &got);
+		}
+	}
+	vnet_counters(q1, &r.after, &tx);
+	r.q0_bells = sim.q[0].doorbells - q0;
+	r.q2_bells = sim.q[2].doorbells - q2;
+	return r;
+}
+
+/* QEMU 7.2's software RSS parks a frame for a full receiveq on the
+ * subqueue it arrived on, which only that queue's doorbell flushes
+ * (vnet_rss.c vnet_rss_kick_peers()): with RSS every RX kick of pair 1
+ * rings pair 0's receiveq too, counted in pair 1's peer_kicks; without
+ * RSS, with rss.peer_kick=0 (vnet_rss_set_peer_kick(false)) and with
+ * NOTIFICATION_DATA (another CPU's ring position cannot be named) it
+ * rings nothing but its own. Pair 0's own kicks are not touched. */
+static void test_rss_peer_kick(void)
+{
+	static const struct {
+		bool rss, peer_kick;
+		const char *what;
+	} cases[] = {
+	    {true, true, "RSS"},
+	    {false, true, "no RSS"},
+	    {true, false, "RSS, rss.peer_kick=0"},
+	};
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vnet_counters rx0a, rx0b, tx;
+
+		next_rss.key = cases[i].rss ? 40 : 0;
+		next_rss.table = 128;
+		next_rss.types = 0x1ff;
+		vnet_rss_set_peer_kick(cases[i].peer_kick);
+		struct vnet *v = mq_open(2, 2, SIM_CTRL_OK, err, sizeof(err));
+		vnet_rss_set_peer_kick(true);
+		CHECK(v != NULL, cases[i].what);
+		if (!v) {
+			printf("     %s\n", err);
+			continue;
+		}
+		CHECK_EQ(cases[i].rss, vnet_rss(), "RSS as offered");
+		bool nd = (v->features & VIRTIO_BIT(VIRTIO_F_NOTIFICATION_DATA)) != 0;
+		bool expect = cases[i].rss && cases[i].peer_kick && !nd;
+		vnet_counters(vnet_queue(v, 0), &rx0a, &tx);
+		struct peer_kick_run r = rss_peer_kick_run(vnet_queue(v, 1));
+		vnet_counters(vnet_queue(v, 0), &rx0b, &tx);
+		uint64_t kicks = r.after.kicks - r.before.kicks;
+		uint64_t peer = r.after.peer_kicks - r.before.peer_kicks;
+
+		printf("     %s%s: %u frames, pair 1's RX kicks %llu, peer kicks %llu, queue 0 doorbells "
+		       "%llu\n",
+		       cases[i].what, nd ? " (NOTIFICATION_DATA)" : "", r.frames,
+		       (unsigned long long)kicks, (unsigned long long)peer,
+		       (unsigned long long)r.q0_bells);
+		CHECK(r.frames >= VNET_RX_REFILL_BATCH, "pair 1 received a ring's worth");
+		CHECK(kicks >= 1, "the refill kicked the device that asked");
+		CHECK_EQ(kicks, r.q2_bells, "pair 1's RX kicks are queue 2's doorbells");
+		CHECK_EQ(expect ? kicks : 0, peer, "a peer kick with each RX kick, only with RSS");
+		CHECK_EQ(peer, r.q0_bells, "each peer kick is a doorbell of queue 0 (pair 0's receiveq)");
+		CHECK_EQ(rx0a.kicks, rx0b.kicks, "pair 0's own kick count untouched");
+		CHECK_EQ(0, rx0b.peer_kicks - rx0a.peer_kicks, "pair 0 rang nothing");
+		CHECK_EQ(0, sim.driver_errors, "no rule broken");
+	}
+}
+
 void test_vnet_mq(void)
 {
 	RUN(test_rss_toeplitz);
@@ -592,5 +688,6 @@ void test_vnet_mq(void)
 	RUN(test_mq_refusals);
 	RUN(test_rss_config);
 	RUN(test_rss_unusable);
+	RUN(test_rss_peer_kick);
 	shim_cpus = 1;
 }
