@@ -69,13 +69,15 @@ could not do what it was asked).
                            kernel's tun puts each flow on (tun's flow hash;
                            QEMU's queue k reads tap queue k): gives IFACE an
                            mq qdisc (a class per tap queue, counting), sends
-                           one frame from each UDP SPORT (else the generator
-                           frame, sequence 0) and sees whose class counted
-                           it; prints {"queues": {SPORT: queue}}
+                           one trial marker (trial number SPORT; app=pkt
+                           counts no frame for it) from each UDP SPORT and
+                           sees whose class counted it; prints
+                           {"queues": {SPORT: queue}}
 """
 
 import json
 import os
+import re
 import select
 import socket
 import struct
@@ -551,13 +553,15 @@ def cmd_stamps(idle, maxs):
 
 
 def tap_class_packets(iface):
-    """Packets each tap queue's mq class sent: {queue: packets}."""
-    r = subprocess.run(["tc", "-s", "-j", "class", "show", "dev", iface], capture_output=True, text=True,
-                       timeout=10, check=True)
+    """Packets each tap queue's mq class sent: {queue: packets}, from
+    `tc -s class show` (iproute2 6.1 prints mq classes as text even with
+    -j): "class mq 1:N root" then " Sent B bytes P pkt", class 1:N being
+    tap queue N-1 (hex)."""
+    r = subprocess.run(["tc", "-s", "class", "show", "dev", iface], capture_output=True, text=True, timeout=10,
+                       check=True)
     got = {}
-    for c in json.loads(r.stdout or "[]"):
-        if c.get("class") == "mq" and c.get("handle", "").startswith("1:"):
-            got[int(c["handle"][2:], 16) - 1] = c.get("packets", 0)
+    for m in re.finditer(r"^class mq 1:([0-9a-f]+) .*\n\s*Sent \d+ bytes (\d+) pkt", r.stdout, re.M):
+        got[int(m.group(1), 16) - 1] = int(m.group(2))
     return got
 
 
@@ -569,7 +573,7 @@ def cmd_tapq(iface, dmac, *sports):
     s.settimeout(5)
     queues = {}
     for sport in sports:
-        f = bytearray(frame(mac_bytes(dmac), if_mac(iface), 0))
+        f = bytearray(frame(mac_bytes(dmac), if_mac(iface), int(sport), magic=MARKER))
         f[34:36] = struct.pack("!H", int(sport))
         before = tap_class_packets(iface)
         s.send(bytes(f))
