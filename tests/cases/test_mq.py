@@ -332,9 +332,10 @@ def test_mq_rxonly_rss_stall_without_peer_kick(t):
     if crossed >= n // 10:
         raise Fail(f"crossed flow (port {c_port}, tap queue {c_arr}, queue {c_want}): {crossed} of {n} frames "
                    f"arrived: expected the stall (a few rings at most) without the peer kick; per queue {got}")
-    print(f"    rss.peer_kick=0 at {rate}/s: same flow (tap queue {s_arr} = queue {s_want}) {n - s_dropped} of "
-          f"{n} arrived, kicks {per[s_want]['kicks']}; crossed flow (tap queue {c_arr} -> queue {c_want}) "
-          f"{crossed} of {n}, then none (TCG, tap)")
+    print(f"    rss.peer_kick=0 at {rate}/s: same flow (tap queue {s_arr} = queue {s_want}) "
+          f"{got[s_want] - (crossed if c_want == s_want else 0)} of {n} arrived (tap dropped {s_dropped}), kicks "
+          f"{per[s_want]['kicks']}; crossed flow (tap queue {c_arr} -> queue {c_want}) {crossed} of {n}, then "
+          f"none (TCG, tap)")
 
 
 def test_mq_bad_keys_are_usage_errors(t):
