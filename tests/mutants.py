@@ -506,15 +506,15 @@ MUTANTS = [
      "(ip[6] & 0x3f) || ip[7] || ihl < 20", "ihl < 20", [POLL]),
     # Issue 40: QEMU 7.2's software RSS parks a frame for a full receiveq on
     # the queue it arrived on; only that queue's doorbell flushes it.
-    ("rss: an RX kick rings no other receiveq", RSS,
+    ("rss: peer kick: an RX kick rings no other receiveq", RSS,
      "virtq_doorbell_foreign(&p->rxq);\n\t\tvn->rx.peer_kicks++;", "vn->rx.peer_kicks++;", [POLL, PACKED]),
-    ("rss: an RX kick rings its own receiveq again, not the others", RSS,
+    ("rss: peer kick: an RX kick rings its own receiveq again, not the others", RSS,
      "virtq_doorbell_foreign(&p->rxq);", "virtq_doorbell_foreign(&vn->rxq);", [POLL]),
-    ("rss: the peer kicks ring without RSS too", RSS,
+    ("rss: peer kick: rings without RSS too", RSS,
      "if (!rss.on || !peer_kick || vn->pairs < 2 ||", "if (!peer_kick || vn->pairs < 2 ||", [POLL]),
-    ("rss: rss.peer_kick=0 is ignored", RSS,
+    ("rss: peer kick: rss.peer_kick=0 is ignored", RSS,
      "if (!rss.on || !peer_kick || vn->pairs < 2 ||", "if (!rss.on || vn->pairs < 2 ||", [POLL]),
-    ("rx: the refill's kick does not ring the peers", RX,
+    ("rx: peer kick: the refill's kick does not ring the peers", RX,
      "\t\tvirtq_notify(&vn->rxq);\n\t\tvnet_rss_kick_peers(vn);", "\t\tvirtq_notify(&vn->rxq);", [POLL]),
     # Caught as a hang (TIMEOUT): one binary only.
     ("mq: the wait for the control queue's ack is unbounded", MQ,
