@@ -623,8 +623,8 @@ static void vnet_print_queue(const char *name, const struct vnet_counters *c)
 	       "\"irqs\":%llu}\n",
 	       (unsigned long long)c->ring_full, (unsigned long long)c->refills,
 	       (unsigned long long)c->refilled, (unsigned long long)c->peer_kicks,
-	       (unsigned long long)c->drops,
-	       (unsigned long long)c->csum, (unsigned long long)c->gso, (unsigned long long)c->bufs,
+	       (unsigned long long)c->drops, (unsigned long long)c->csum,
+	       (unsigned long long)c->gso, (unsigned long long)c->bufs,
 	       (unsigned long long)c->device_errors, (unsigned long long)c->irqs);
 }
 

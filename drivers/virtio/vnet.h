@@ -124,7 +124,7 @@ struct vnet_counters {
 	uint64_t ring_full;          /* TX: vnet_tx() returned VNET_EAGAIN */
 	uint64_t refills;            /* RX: refill batches */
 	uint64_t refilled;           /* RX: buffers re-posted */
-	uint64_t peer_kicks; /* RX: doorbells rung on other pairs' receiveqs (vnet_rss.c) */
+	uint64_t peer_kicks;         /* RX: doorbells rung on other pairs' receiveqs (vnet_rss.c) */
 	uint64_t drops;              /* RX: frames dropped by the driver (malformed) */
 	uint64_t csum;          /* TX: frames sent NEEDS_CSUM; RX: frames the device vouched for */
 	uint64_t gso;           /* TX: TSO frames; RX: large-receive frames */

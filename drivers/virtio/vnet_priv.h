@@ -135,8 +135,8 @@ uint64_t vnet_mq_features(unsigned pairs);
 /* vnet_rss.c (VIRTIO_NET_F_RSS with pairs > 1) */
 #define VNET_RSS_CONFIG_MAX (4 + 2 + 2 + 2 * 128 + 2 + 1 + VNET_RSS_KEY_LEN)
 uint64_t vnet_rss_feature(unsigned pairs);
-void vnet_rss_check(struct vnet *vn); /* before FEATURES_OK: drops the feature if unusable */
-size_t vnet_rss_config(uint8_t *buf); /* RSS_CONFIG's data; 0 without RSS */
+void vnet_rss_check(struct vnet *vn);      /* before FEATURES_OK: drops the feature if unusable */
+size_t vnet_rss_config(uint8_t *buf);      /* RSS_CONFIG's data; 0 without RSS */
 void vnet_rss_kick_peers(struct vnet *vn); /* after vn's RX kick (vnet_rx.c) */
 int vnet_mq_check(struct vnet *vn, char *err, size_t errlen);
 int vnet_mq_setup(struct vnet *vn, char *err, size_t errlen);

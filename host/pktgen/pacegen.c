@@ -66,7 +66,8 @@ static void usage_error(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr,
 	        "\nusage: pacegen [--size 64..1518] [--batch 1..%d] [--qdisc-bypass] [--cpu N]\n"
-	        "       [--fifo] [--sport N] [--trial N [--marker-wait MS]] IFACE DMAC RATE SECONDS\n"
+	        "       [--fifo] [--sport N] [--trial N [--marker-wait MS]]\n"
+	        "       IFACE DMAC RATE SECONDS\n"
 	        "  RATE 1..100000000 frames/s, SECONDS 0.01..%d\n",
 	        MAX_BATCH, PKTGEN_MAX_S);
 	exit(2);
@@ -105,16 +106,11 @@ static uint64_t if_stat(const char *iface, const char *name)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"size", required_argument, 0, 's'},
-	    {"batch", required_argument, 0, 'b'},
-	    {"trial", required_argument, 0, 't'},
-	    {"marker-wait", required_argument, 0, 'w'},
-	    {"cpu", required_argument, 0, 'c'},
-	    {"qdisc-bypass", no_argument, 0, 'q'},
-	    {"fifo", no_argument, 0, 'f'},
-	    {"sport", required_argument, 0, 'p'},
-	    {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
+	    {"size", required_argument, 0, 's'},  {"batch", required_argument, 0, 'b'},
+	    {"trial", required_argument, 0, 't'}, {"marker-wait", required_argument, 0, 'w'},
+	    {"cpu", required_argument, 0, 'c'},   {"qdisc-bypass", no_argument, 0, 'q'},
+	    {"fifo", no_argument, 0, 'f'},        {"sport", required_argument, 0, 'p'},
+	    {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
 	};
 	unsigned size = 64, batch = 0, sport = 40000;
 	long long trial = -1, marker_wait_ms = 100, cpu = -1;

@@ -658,7 +658,8 @@ static void test_rss_peer_kick(void)
 		uint64_t kicks = r.after.kicks - r.before.kicks;
 		uint64_t peer = r.after.peer_kicks - r.before.peer_kicks;
 
-		printf("     %s%s: %u frames, pair 1's RX kicks %llu, peer kicks %llu, queue 0 doorbells "
+		printf("     %s%s: %u frames, pair 1's RX kicks %llu, peer kicks %llu, queue 0 "
+		       "doorbells "
 		       "%llu\n",
 		       cases[i].what, nd ? " (NOTIFICATION_DATA)" : "", r.frames,
 		       (unsigned long long)kicks, (unsigned long long)peer,
@@ -667,7 +668,8 @@ static void test_rss_peer_kick(void)
 		CHECK(kicks >= 1, "the refill kicked the device that asked");
 		CHECK_EQ(kicks, r.q2_bells, "pair 1's RX kicks are queue 2's doorbells");
 		CHECK_EQ(expect ? kicks : 0, peer, "a peer kick with each RX kick, only with RSS");
-		CHECK_EQ(peer, r.q0_bells, "each peer kick is a doorbell of queue 0 (pair 0's receiveq)");
+		CHECK_EQ(peer, r.q0_bells,
+		         "each peer kick is a doorbell of queue 0 (pair 0's receiveq)");
 		CHECK_EQ(rx0a.kicks, rx0b.kicks, "pair 0's own kick count untouched");
 		CHECK_EQ(0, rx0b.peer_kicks - rx0a.peer_kicks, "pair 0 rang nothing");
 		CHECK_EQ(0, sim.driver_errors, "no rule broken");
