@@ -16,8 +16,7 @@ static bool overlaps(uint64_t a, uint64_t len, const struct pci_range *r)
 	return a < r->base + r->len && r->base < a + len;
 }
 
-uint64_t pci_place(const struct pci_range *busy, int nbusy, uint64_t lo, uint64_t hi,
-                   uint64_t size)
+uint64_t pci_place(const struct pci_range *busy, int nbusy, uint64_t lo, uint64_t hi, uint64_t size)
 {
 	if (size == 0 || (size & (size - 1)) || lo >= hi)
 		return 0;
