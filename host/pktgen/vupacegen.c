@@ -62,8 +62,8 @@
 #define LINK_WAIT_S   60
 #define RING          1024
 #define NB_MBUFS      8191
-#define SERVE_DRAIN_S 30 /* --serve: the longest wait for frames back after a trial */
-#define SERVE_MAX_S   60 /* --serve: the longest trial */
+#define SERVE_DRAIN_S 30         /* --serve: the longest wait for frames back after a trial */
+#define SERVE_MAX_S   60         /* --serve: the longest trial */
 #define RTT_MAX       (1u << 22) /* --serve: round trips kept per trial */
 
 static void usage_error(const char *fmt, ...)
@@ -104,8 +104,9 @@ struct gen {
 /* What came back in one trial (--serve), or NULL: drained uncounted. */
 struct back {
 	uint64_t frames, other, gaps, reorder, next;
-	uint64_t t0, wall0, last; /* the trial's TSC and wall clock at its start; the last frame back */
-	uint32_t *rtt;            /* round trips in ns, nrtt of them (NULL: not timed) */
+	uint64_t t0, wall0,
+	    last;      /* the trial's TSC and wall clock at its start; the last frame back */
+	uint32_t *rtt; /* round trips in ns, nrtt of them (NULL: not timed) */
 	uint64_t nrtt;
 };
 
@@ -146,7 +147,8 @@ static void back_count(const struct gen *g, struct back *b, const uint8_t *f, un
 		b->reorder++;
 	}
 	if (b->rtt && b->nrtt < RTT_MAX) {
-		uint64_t now_ns = b->wall0 + (uint64_t)((double)(now - b->t0) * 1e9 / (double)g->hz);
+		uint64_t now_ns =
+		    b->wall0 + (uint64_t)((double)(now - b->t0) * 1e9 / (double)g->hz);
 		uint64_t d = (now_ns - be_get(f + PKTGEN_TS_OFF, 6)) & PKTGEN_TS_MASK;
 
 		if (d > 0 && d < 1000000000ull)
@@ -318,7 +320,8 @@ static void print_rtt(uint32_t *v, uint64_t n)
 	double sum = 0;
 	for (uint64_t i = 0; i < n; i++)
 		sum += v[i];
-#define PCT(p) v[(uint64_t)((p) / 100.0 * (double)n) < n ? (uint64_t)((p) / 100.0 * (double)n) : n - 1]
+#define PCT(p)                                                                                     \
+	v[(uint64_t)((p) / 100.0 * (double)n) < n ? (uint64_t)((p) / 100.0 * (double)n) : n - 1]
 	printf(",\"rtt\":{\"n\":%llu,\"p50_ns\":%u,\"p90_ns\":%u,\"p99_ns\":%u,\"p999_ns\":%u,"
 	       "\"max_ns\":%u,\"mean_ns\":%.0f}",
 	       (unsigned long long)n, PCT(50), PCT(90), PCT(99), PCT(99.9), v[n - 1],
@@ -381,10 +384,9 @@ static int serve(struct gen *g)
 			break;
 		if (sscanf(line, "trial %lld %31s %lf %lf %lf %d %n", &trial, dmac, &rate, &seconds,
 		           &settle, &lat, &used) != 6 ||
-		    !parse_mac(dmac, g->dmac) ||
-		    line[used] || trial < 0 || !(rate >= 1 && rate <= 1e8) ||
-		    !(seconds >= 0.01 && seconds <= SERVE_MAX_S) || !(settle >= 0 && settle <= 30) ||
-		    (lat != 0 && lat != 1)) {
+		    !parse_mac(dmac, g->dmac) || line[used] || trial < 0 ||
+		    !(rate >= 1 && rate <= 1e8) || !(seconds >= 0.01 && seconds <= SERVE_MAX_S) ||
+		    !(settle >= 0 && settle <= 30) || (lat != 0 && lat != 1)) {
 			printf("{\"error\":\"bad command (expected: trial N DMAC RATE 1..1e8 "
 			       "SECONDS 0.01..%d SETTLE 0..30 LAT 0|1)\"}\n",
 			       SERVE_MAX_S);
@@ -408,13 +410,14 @@ static int serve(struct gen *g)
 		rte_eth_stats_get(g->port, &st);
 		printf("{\"trial\":%lld,", trial);
 		print_paced(g, &p, rate, seconds);
-		printf(",\"back\":%llu,\"back_other\":%llu,\"back_gaps\":%llu,\"back_reorder\":%llu,"
-		       "\"marker\":%s,\"marker_s\":%.3f,\"port_opackets\":%llu,\"port_ipackets\":%llu,"
-		       "\"port_imissed\":%llu",
-		       (unsigned long long)b.frames, (unsigned long long)b.other,
-		       (unsigned long long)b.gaps, (unsigned long long)b.reorder,
-		       marker ? "true" : "false", marker_s, (unsigned long long)st.opackets,
-		       (unsigned long long)st.ipackets, (unsigned long long)st.imissed);
+		printf(
+		    ",\"back\":%llu,\"back_other\":%llu,\"back_gaps\":%llu,\"back_reorder\":%llu,"
+		    "\"marker\":%s,\"marker_s\":%.3f,\"port_opackets\":%llu,\"port_ipackets\":%llu,"
+		    "\"port_imissed\":%llu",
+		    (unsigned long long)b.frames, (unsigned long long)b.other,
+		    (unsigned long long)b.gaps, (unsigned long long)b.reorder,
+		    marker ? "true" : "false", marker_s, (unsigned long long)st.opackets,
+		    (unsigned long long)st.ipackets, (unsigned long long)st.imissed);
 		if (lat)
 			print_rtt(rtt, b.nrtt);
 		printf("}\n");
@@ -434,9 +437,12 @@ int main(int argc, char **argv)
 	argv += eal;
 
 	static const struct option opts[] = {
-	    {"size", required_argument, 0, 's'},  {"burst", required_argument, 0, 'b'},
-	    {"trial", required_argument, 0, 't'}, {"wait-go", no_argument, 0, 'g'},
-	    {"fifo", no_argument, 0, 'f'},        {"serve", no_argument, 0, 'S'},
+	    {"size", required_argument, 0, 's'},
+	    {"burst", required_argument, 0, 'b'},
+	    {"trial", required_argument, 0, 't'},
+	    {"wait-go", no_argument, 0, 'g'},
+	    {"fifo", no_argument, 0, 'f'},
+	    {"serve", no_argument, 0, 'S'},
 	    {0, 0, 0, 0},
 	};
 	struct gen g = {.size = 64};
@@ -472,15 +478,18 @@ int main(int argc, char **argv)
 	double rate = 0, seconds = 0;
 	if (serving) {
 		if (argc - optind != 0)
-			usage_error("--serve takes its trials on stdin: no DMAC RATE SECONDS (got %d "
-			            "arguments)",
-			            argc - optind);
+			usage_error(
+			    "--serve takes its trials on stdin: no DMAC RATE SECONDS (got %d "
+			    "arguments)",
+			    argc - optind);
 		if (wait_go || trial >= 0 || g.fifo)
-			usage_error("--serve takes its trials on stdin: no --wait-go, --trial or --fifo");
+			usage_error(
+			    "--serve takes its trials on stdin: no --wait-go, --trial or --fifo");
 	} else {
 		if (argc - optind != 3)
-			usage_error("expected DMAC RATE SECONDS after the EAL arguments and --, got %d",
-			            argc - optind);
+			usage_error(
+			    "expected DMAC RATE SECONDS after the EAL arguments and --, got %d",
+			    argc - optind);
 		pktgen_mac(argv[optind], g.dmac);
 		rate = pktgen_num(argv[optind + 1], "RATE", 1, 1e8);
 		seconds = pktgen_num(argv[optind + 2], "SECONDS", 0.01, PKTGEN_MAX_S);

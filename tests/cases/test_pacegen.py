@@ -428,7 +428,7 @@ def test_vupacegen_serve_protocol(t):
         return json.loads(gen.stdout.readline())
 
     lines = []
-    while len(lines) < 50 and not (lines and lines[-1] in ("vupacegen: ready", "") or lines[-1].startswith("{")):
+    while len(lines) < 50 and not (lines and (lines[-1] in ("vupacegen: ready", "") or lines[-1].startswith("{"))):
         lines.append(gen.stdout.readline().strip())
     mine = [l for l in lines if l.startswith(("vupacegen", "{"))]
     if mine != ["vupacegen: port 0 up, waiting for the guest", "vupacegen: ready"]:
