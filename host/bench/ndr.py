@@ -653,7 +653,8 @@ def execute_run(run, m, guest, logdir, row):
                      "peer_back": back, "peer_sock_drops": sock_drops}
             check["closes"] = run_closes(check, linux)
         if vu:
-            check["dropped_at"] = "vupacegen's port (refused: the guest's RX ring was full)"
+            check["dropped_at"] = ("refused at vupacegen's port: the receiving ring (the guest's, or the reference's "
+                                  "virtio_user's) was full")
         check["trials_closed"] = sum(1 for s in trials if s.get("closes"))
         check["trials_unmarked"] = sum(1 for s in trials if s.get("closes") is None)
         row["ndr_check"] = check
