@@ -860,7 +860,8 @@ def latency_table(rows, columns):
            "the same boot (0 %: the stream alone, ndr.LAT0_PPS frames/s or 1 % of the PDR), the peer timing every "
            "frame's round trip (tests/tools/pktpeer.py swap with LAT 1: from the generator's send stamp in the "
            "frame, or with the Python peer from just after its send(), to the kernel's receive stamp of the frame "
-           "that came back). Asked = the trial's rate, offered = what "
+           "that came back; vupacegen on vhost-user: from its send stamp to the TSC when it read the frame back). "
+           "Asked = the trial's rate, offered = what "
            "the peer really sent per second (below asked: the peer's limit, not the guest's). Latencies in us, "
            "medians over n runs; loss = frames of that trial that did not come back.", ""]
     for backend in sorted({r["backend"] for r in ok}):
