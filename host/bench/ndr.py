@@ -581,7 +581,12 @@ def execute_run(run, m, guest, logdir, row):
         # ndr.repeat searches in this boot, each after MLRsearch with its
         # own warm-up; the row's figures are their medians.
         searches, steps = [], []
-        kvm0 = kvm_counters(boot) if boot else None
+        # KVM's counters over the searches: from the exit sampler's samples
+        # (it holds the QMP socket, which takes one client: a second
+        # connection got nothing under vupacegen, 2026-12-07), else read
+        # directly.
+        t_kvm0 = time.monotonic()
+        kvm0 = kvm_counters(boot) if boot and not exits else None
         for i in range(p.get("repeat", 1)):
             f = search(one, p["max_rate"], p["pdr"], p["precision"], trial_s=p["trial"],
                        duration_sum=p.get("duration_sum", p["trial"]), exceed_ratio=p.get("exceed_ratio", 50) / 100.0,
@@ -606,7 +611,8 @@ def execute_run(run, m, guest, logdir, row):
             obj = {"rx_frames": fwd.get("RX-packets"), "tx_frames": fwd.get("TX-packets")}
             row.update(accel="none", kvm_counters="n/a", kvm_counters_why="no VM")
         else:
-            kvm1 = kvm_counters(boot)
+            t_kvm1 = time.monotonic()
+            kvm1 = kvm_counters(boot) if not exits else None
             if exits:
                 exits.settle(time.monotonic())
             row.update(kvm_columns(exits, trials, found["ndr"]))
@@ -658,14 +664,18 @@ def execute_run(run, m, guest, logdir, row):
         check["trials_closed"] = sum(1 for s in trials if s.get("closes"))
         check["trials_unmarked"] = sum(1 for s in trials if s.get("closes") is None)
         row["ndr_check"] = check
-        if not ref and kvm0 and kvm1 and check.get("guest_received"):
+        if exits and exits.samples:
+            grew = kvmstats.interval(exits.samples, t_kvm0, t_kvm1)
+        else:
+            grew = {k: kvm1[k] - kvm0[k] for k in kvm0 if k in kvm1} if kvm0 and kvm1 else {}
+        if not ref and grew and check.get("guest_received"):
             # KVM's exits over every trial of the boot (QMP query-stats,
             # before the first search and after the last trial) per million
             # frames the guest received.
             per = 1e6 / check["guest_received"]
             for k in ("exits", "io_exits", "halt_exits", "irq_injections"):
-                if k in kvm0 and k in kvm1:
-                    row[f"kvm_{k}_per_mframe"] = round((kvm1[k] - kvm0[k]) * per, 1)
+                if k in grew:
+                    row[f"kvm_{k}_per_mframe"] = round(grew[k] * per, 1)
         if check["trials_unmarked"] and guest_marks:
             # A trial the guest never counted makes every loss figure of
             # the run doubtful: the row fails, saying what each side saw.
