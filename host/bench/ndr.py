@@ -606,7 +606,10 @@ def execute_run(run, m, guest, logdir, row):
             lat_steps.append(dict(one(rate, lat=True), load=pct, rate=rate))
         trials = steps + lat_steps
         if ref:
-            # The consumer's count of the run: stop it after the last trial.
+            # The consumer's count of the run: stop it after the last trial,
+            # once it read the last marker (stopped at once, it missed it
+            # in one run of 2026-12-07: sent + markers = its RX + 1).
+            time.sleep(max(0.5, settle))
             fwd = con.stop_forwarding().get(0, {})
             obj = {"rx_frames": fwd.get("RX-packets"), "tx_frames": fwd.get("TX-packets")}
             row.update(accel="none", kvm_counters="n/a", kvm_counters_why="no VM")
