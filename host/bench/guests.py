@@ -654,11 +654,13 @@ class Reference:
     def describe(self):
         return ("guest reference: no VM -- dpdk-testpmd txonly into the backend with a second testpmd "
                 "where the guest would be (virtio_user on vhost-user, the tap PMD on tap): the generator's "
-                "own rate on that backend (hostgen.py)")
+                "own rate on that backend (hostgen.py); for ndr the search's own generator with that testpmd "
+                "in macswap (ndr.py)")
 
     def supports(self, test, backend):
-        if test not in ("pkt_rxonly", "pkt_txonly", "pkt_macswap"):
-            return f"{test}: the reference column measures the packet tests only (pkt_rxonly, pkt_txonly, pkt_macswap)"
+        if test not in ("pkt_rxonly", "pkt_txonly", "pkt_macswap", "ndr"):
+            return (f"{test}: the reference column measures the packet tests only (pkt_rxonly, pkt_txonly, "
+                    "pkt_macswap, ndr)")
         if backend.name not in ("tap", "vhost-user"):
             return f"the reference column runs on tap and vhost-user, not {backend.name}"
         return None

@@ -39,7 +39,9 @@ Its rate is the consumer's receive rate over the measured interval
 (testpmd's own "show port stats" throughput, since the previous show);
 pkt_rxonly's and pkt_txonly's reference rows are the same measurement
 (the generator's rate into the backend), so report.md divides the
-appliance's rate by it (`reference_table`).
+appliance's rate by it (`reference_table`). The reference column's NDR
+search (`tests = ndr`) is ndr.py's: the search's own generator with this
+module's consumer in macswap.
 """
 
 import json
@@ -661,6 +663,7 @@ REPORT = (reference_table,)  # report.md: the columns against the no-guest refer
 
 
 def claims(run):
+    # (the reference column's ndr searches are ndr.py's, a kind before this one)
     return run.test in ("pkt_rxonly", "pkt_macswap", "pkt_rr") or run.guest == "reference" or (
         run.test == "pkt_txonly" and run.params.get("generator") == "testpmd")
 

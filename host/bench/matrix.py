@@ -142,7 +142,7 @@ KEYS = {
     "ndr.max_rate": ("200000", "ndr: the first (highest) offered rate, frames/s"),
     "ndr.pdr": ("0.5", "ndr: PDR's loss bound in percent (NDR: 0)"),
     "ndr.precision": ("0.5", "ndr: the search's width: it ends when [lower, upper bound) is at most this percent of the upper bound"),
-    "ndr.generator": ("auto", "ndr: who offers each trial's frames, python (tests/tools/pktpeer.py swap, some tens of kpps here), pacegen (host/pktgen/pacegen.c, paced in C, one frame size; pktpeer.py still counts what comes back) or auto (pacegen, python for imix)"),
+    "ndr.generator": ("auto", "ndr: who offers each trial's frames, python (tests/tools/pktpeer.py swap, some tens of kpps here), pacegen (host/pktgen/pacegen.c on the tap, paced in C, one frame size; pktpeer.py still counts what comes back; on vhost-user through testpmd's switch), vupacegen (host/pktgen/vupacegen.c on the guest's vhost-user socket itself: it paces and counts what comes back; vhost-user only) or auto (vupacegen on vhost-user, pacegen on the other backends, python for imix)"),
     "ndr.latency": ("", "ndr: after the searches, one trial at each of these percentages of the PDR found (median of the searches; e.g. 0 10 50 90; 0 = ndr.LAT0_PPS frames/s or 1 % of the PDR, the lower), the peer timing every frame's round trip from the generator's stamp: latency against offered load at the packet level (report.md's latency table; none by default)"),
     "accel": ("auto", "accelerators, an axis like machine: auto|kvm|tcg, passed to host/qemu-run.sh --accel (kvm also takes this machine kind's kvm_pvm in native mode; the stock Linux guest runs KVM only on hardware virtualisation and TCG otherwise, named in its rows); with more than one, every column splits into COLUMN@ACCEL"),
     "cpu": ("", "QEMU CPU model of every guest (default: per accelerator, guests.CPU_MODEL: TCG qemu64, KVM host)"),
@@ -440,10 +440,14 @@ class Matrix:
             raise BenchError(f"bad ndr.mode '{self.ndr_mode}' (macswap|reflect)")
         self.ndr_max_rate = self._int("ndr.max_rate", 2, 100000000)
         self.ndr_generator = str(s["ndr.generator"]).strip()
-        if self.ndr_generator not in ("python", "pacegen", "auto"):
-            raise BenchError(f"bad ndr.generator '{self.ndr_generator}' (python|pacegen|auto)")
-        if self.ndr_generator == "pacegen" and "imix" in self.ndr_sizes:
-            raise BenchError("ndr.generator = pacegen sends one frame size: ndr.sizes without imix")
+        if self.ndr_generator not in ("python", "pacegen", "vupacegen", "auto"):
+            raise BenchError(f"bad ndr.generator '{self.ndr_generator}' (python|pacegen|vupacegen|auto)")
+        if self.ndr_generator in ("pacegen", "vupacegen") and "imix" in self.ndr_sizes:
+            raise BenchError(f"ndr.generator = {self.ndr_generator} sends one frame size: ndr.sizes without imix")
+        if self.ndr_generator == "vupacegen" and "ndr" in self.tests and \
+                any(name != "vhost-user" for _spec, name, _o in self.backends):
+            raise BenchError("ndr.generator = vupacegen runs on the vhost-user socket: backends = vhost-user only "
+                             "(auto picks it there and pacegen on tap)")
         lat = split_list(s["ndr.latency"])
         # 0 % (the latency stream alone) is a load here, not in load.fractions.
         zero = [x for x in lat if x.strip() in ("0", "0%")]
@@ -627,11 +631,14 @@ class Matrix:
                              "connections it opens must come back on its queue), which QEMU gives on tap "
                              "(host/qemu-run.sh --queues: rss=on) but not on vhost-user")
 
-    def ndr_gen(self, size):
-        """ndr.generator for one frame size: auto is pacegen, python for imix."""
+    def ndr_gen(self, size, backend=None):
+        """ndr.generator for one frame size on one backend (its name): auto
+        is vupacegen on vhost-user, pacegen elsewhere, python for imix."""
         if self.ndr_generator != "auto":
             return self.ndr_generator
-        return "python" if size == "imix" else "pacegen"
+        if size == "imix":
+            return "python"
+        return "vupacegen" if backend == "vhost-user" else "pacegen"
 
     def _int(self, k, lo, hi):
         try:
@@ -727,9 +734,11 @@ class Matrix:
                                                machine="pc"))
             return out
         for rep in range(self.repetitions):
-            for spec, _name, _opts in self.backends:
+            for spec, name, _opts in self.backends:
                 for test in self.tests:
                     for params in self.configs(test):
+                        if TESTS[test]["kind"] == "ndr" and "generator" in params:
+                            params = dict(params, generator=self.ndr_gen(params["size"], name))
                         for guest, variant in self.columns:
                             for mach in self.machines:
                                 for a in self.accels:

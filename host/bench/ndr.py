@@ -34,13 +34,25 @@ guest, the peer socket's drops out of it) and whether that closes
 totals (`ndr_check`).
 
 The frames come from `ndr.generator`: pacegen (host/pktgen/pacegen.c,
-paced in C, one frame size; the default, `auto`, for every size but
-imix) or the Python raw socket (some tens of thousands of frames per
-second at most: the search then finds the smaller of the guest's and the
-generator's limit). Each step records what was really offered
-(`offered_pps`), and a figure whose trial the generator could not offer
-in time is marked `ndr_generator_limited` (a floor). The backend's
-no-guest reference (hostgen.py) does not drive the search yet.
+paced in C on the tap, one frame size; `auto`'s choice on tap for every
+size but imix), vupacegen (host/pktgen/vupacegen.c --serve, DPDK's vhost
+PMD on the guest's vhost-user socket itself, no switch, no tap: it paces
+each trial's frames into the guest and counts what comes back in one
+process, VuGen below; `auto`'s choice on vhost-user) or the Python raw
+socket (some tens of thousands of frames per second at most: the search
+then finds the smaller of the guest's and the generator's limit; imix).
+pacegen and the Python socket on vhost-user send through dpdk-testpmd's
+switch and its tap (backends.VhostUser). Each step records what was
+really offered (`offered_pps`), and a figure whose trial the generator
+could not offer in time is marked `ndr_generator_limited` (a floor).
+
+The no-guest reference (`guests = reference`, execute_run with no boot):
+the same search with the same generator, and where the guest would be
+hostgen.py's consumer, a dpdk-testpmd in macswap (the tap PMD owning the
+tap on tap, virtio_user on vupacegen's socket on vhost-user): its NDR is
+the table's "x reference" divisor. Its trials carry no guest line (as
+the Linux guest's); the run closes with that testpmd's forward
+statistics (ref_check).
 """
 
 import json
@@ -64,6 +76,12 @@ _TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PKTPEER = os.path.join(_TOP, "tests", "tools", "pktpeer.py")
 # ndr.generator = pacegen: the paced C generator (host/pktgen/pacegen.c, make host-tools)
 PACEGEN = os.path.join(_TOP, "build", "host", "pacegen")
+# ndr.generator = vupacegen: the same on the vhost-user socket (host/pktgen/vupacegen.c --serve)
+VUPACEGEN = os.path.join(_TOP, "build", "host", "vupacegen")
+VU_DRAIN_S = 30  # vupacegen.c SERVE_DRAIN_S: its longest wait for frames back after a trial
+# The reference's destination MAC (QEMU's default guest MAC): its testpmd
+# consumer swaps the addresses of whatever it receives.
+REF_MAC = "52:54:00:12:34:56"
 
 
 def passes(trial, loss_pct):
@@ -297,9 +315,15 @@ def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True, l
          "t_host": (t_a, t_b)}  # for the KVM exit counters; execute_run drops it
     if lat:
         t["rtt"] = back.get("rtt")
-    # Loss at both ends, this trial alone: into the guest (sent = what it
-    # received + the tap's drops) and out of it (what it forwarded = what
-    # came back + the peer socket's drops).
+    return guest_close(t, boot, number, marks)
+
+
+def guest_close(t, boot, number, marks):
+    """A trial's loss at both ends, this trial alone: into the guest (sent
+    = what it received + the backend's drops, tap_tx_dropped: the tap's, or
+    what vupacegen's port refused) and out of it (what it forwarded = what
+    came back + the peer socket's drops). No guest line (marks False, or
+    the marker lost): closes None."""
     g = guest_trial(boot, number) if marks else None
     if g:
         t.update(guest_received=g["seq_frames"], guest_forwarded=g["frames"], guest_seq_gaps=g["seq_gaps"],
@@ -310,6 +334,121 @@ def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True, l
         t.update(guest_received=None, closes=None)  # the marker never reached the guest
         t["qemu_queues"] = qemu_queue_view(boot)
     return t
+
+
+class VuGen:
+    """vupacegen --serve (host/pktgen/vupacegen.c) where testpmd's switch
+    would be: it owns the vhost-user socket QEMU (or the reference's
+    virtio_user) connects to, in the run's namespace and a private mount
+    namespace with a tmpfs on /run (DPDK's runtime files), on the
+    generator's lcore (hostgen.lcores), and runs each trial on command:
+    paced frames in, what comes back counted, the trial marker. stop()
+    ends it on every path."""
+
+    count = 0
+
+    def __init__(self, backend, size):
+        if not os.access(VUPACEGEN, os.X_OK):
+            raise BenchError(f"ndr.generator = vupacegen: {VUPACEGEN} is not built (make host-tools; needs "
+                             "Debian's dpdk-dev)")
+        VuGen.count += 1
+        lcore = hostgen.lcores(backend)[0][1]
+        eal = ["--no-huge", "-m", "512", "--no-pci", "-l", str(lcore), "--file-prefix",
+               f"vnetndr{os.getpid()}-{VuGen.count}", "--vdev", f"net_vhost0,iface={backend.sock}",
+               # DPDK logs to stdout too: its INFO lines (vhost's negotiation) stay out of the trial lines
+               "--log-level", "*:warning"]
+        script = "mount -t tmpfs vnetbench-dpdk /run && exec \"$@\""
+        self.argv = backend.wrap(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", VUPACEGEN,
+                                  *eal, "--", "--size", str(size), "--serve"])
+        self.proc = None
+
+    def start(self, timeout=60):
+        """Up to its socket (before QEMU, the socket's client, starts)."""
+        self.proc = procs.Proc("vupacegen", self.argv, keep_stdin=True)
+        if not self.proc.wait_line(lambda l: "waiting for the guest" in l or l.startswith("{\"error"), timeout) or \
+                not any("waiting for the guest" in l for l in self.proc.text("out")):
+            raise BenchError(f"vupacegen did not come up within {timeout}s; its output:\n{self.proc.tail(20)}")
+        return self
+
+    def ready(self, timeout=90):
+        """The other end's driver is up (the port's link): trials may start."""
+        item = self.proc.wait_line(lambda l: l == "vupacegen: ready" or l.startswith("{\"error"), timeout)
+        if not item or item[2].startswith("{"):
+            raise BenchError(f"vupacegen: no driver on the socket within {timeout}s; its output:\n"
+                             f"{self.proc.tail(20)}")
+
+    def trial(self, number, dmac, rate, seconds, settle, lat):
+        """One trial's JSON line (vupacegen.c serve())."""
+        try:
+            self.proc.p.stdin.write(f"trial {number} {dmac} {rate} {seconds} {settle} {1 if lat else 0}\n".encode())
+            self.proc.p.stdin.flush()
+        except (OSError, ValueError) as e:
+            raise BenchError(f"vupacegen: cannot send trial {number} ({e}); its output:\n{self.proc.tail(20)}")
+        head = '{"trial":%d,' % number
+        item = self.proc.wait_line(lambda l: l.startswith(head), seconds * 2 + settle + VU_DRAIN_S + 30)
+        if not item:
+            raise BenchError(f"vupacegen: no result for trial {number}; its output:\n{self.proc.tail(20)}")
+        return json.loads(item[2])
+
+    def stop(self):
+        if self.proc:
+            try:
+                self.proc.p.stdin.write(b"quit\n")
+                self.proc.p.stdin.close()
+            except (OSError, ValueError):
+                pass
+            self.proc.wait(5)
+            self.proc.stop()
+
+
+def vu_step(res, rate):
+    """A trial's figures from vupacegen's line, in peer_trial()'s terms:
+    sent = what it offered (the port took `sent`, refused the rest: the
+    guest's ring had no buffer, a vhost-user port has no queue, so those
+    are the loss into the guest, in tap_tx_dropped's place), received =
+    the numbered frames back, peer_sock_drops = the port's imissed."""
+    for k in ("offered", "sent", "refused", "back", "elapsed_ns", "marker"):
+        if k not in res:
+            raise BenchError(f"vupacegen: trial line without {k}: {json.dumps(res)[:300]}")
+    if res["sent"] + res["refused"] != res["offered"]:
+        raise BenchError(f"vupacegen: sent {res['sent']} + refused {res['refused']} != offered {res['offered']}")
+    offered = res["offered"] / (res["elapsed_ns"] / 1e9) if res["elapsed_ns"] > 0 else 0.0
+    t = {"sent": res["offered"], "received": res["back"], "tap_tx_dropped": res["refused"],
+         "peer_sock_drops": res.get("port_imissed", 0), "send_s": round(res["elapsed_ns"] / 1e9, 3),
+         "offered_pps": round(offered, 1), "generator_limited": offered < GENERATOR_SLACK * rate,
+         "marker_s": res.get("marker_s"), "marker_sent": bool(res["marker"]), "generator": "vupacegen",
+         "back_other": res.get("back_other", 0), "back_gaps": res.get("back_gaps"), "gen_nomem": res.get("nomem")}
+    if "rtt" in res:
+        t["rtt"] = res["rtt"]
+    return t
+
+
+def vu_trial(vu, boot, mac, rate, trial_s, log, marks=True, lat=False, settle=1.0):
+    """One trial with vupacegen (peer_trial()'s counterpart on vhost-user)."""
+    number = len(log)
+    t_a = time.monotonic()
+    res = vu.trial(number, mac, rate, trial_s, settle, lat)
+    log.append(res)
+    t = vu_step(res, rate)
+    t["t_host"] = (t_a, time.monotonic())
+    return guest_close(t, boot, number, marks and t["marker_sent"])
+
+
+def ref_check(sent, tap_drops, marks, fwd, back, sock_drops):
+    """The reference's whole run, counted at both ends as the Linux
+    guest's (markers included, its consumer reflects them too): what the
+    generator sent + markers = what the consumer testpmd received + the
+    backend's drops into it; what it sent back = what came back + markers
+    + the drops on the way (fwd: its forward statistics of port 0;
+    TX-dropped: what its port refused, never sent)."""
+    rx, tx = fwd.get("RX-packets"), fwd.get("TX-packets")
+    if rx is None or tx is None:
+        raise BenchError(f"reference: no forward statistics from the consumer testpmd ({fwd})")
+    check = {"peer_sent": sent, "tap_dropped": tap_drops, "markers": marks, "guest_received": rx,
+             "guest_forwarded": tx, "guest_dropped": fwd.get("TX-dropped", 0), "peer_back": back,
+             "peer_sock_drops": sock_drops, "counted_by": "the consumer testpmd's forward statistics"}
+    check["closes"] = run_closes(check, True) and rx == tx + check["guest_dropped"]
+    return check
 
 
 def kvm_counters(boot):
@@ -354,44 +493,100 @@ def kvm_columns(exits, trials, ndr_rate):
     return cols
 
 
+def unsupported(gen, backend, ref):
+    """Why this generator cannot run this column's search on this backend,
+    or None."""
+    if gen == "vupacegen" and (backend.name != "vhost-user" or backend.opts or backend.queues > 1):
+        return "ndr.generator = vupacegen: on vhost-user (no options, one queue pair) only"
+    if ref and backend.name == "vhost-user" and gen != "vupacegen":
+        return ("the reference column's search on vhost-user runs with vupacegen (ndr.generator auto or vupacegen): "
+                "the guest's socket is where its consumer sits")
+    if ref and (gen == "python" or backend.opts or backend.queues > 1):
+        return ("the reference column's search runs with pacegen (tap) or vupacegen (vhost-user), no backend "
+                "options, one queue pair")
+    return None
+
+
 def execute_run(run, m, guest, logdir, row):
-    """The search on one column; fills row (runs.base_row()'s) and returns it."""
+    """The search on one column (the reference: no boot, hostgen's
+    consumer in the guest's place); fills row (runs.base_row()'s) and
+    returns it, every process ended."""
     backend = runs.backend_for(run, m, guest, row)
     if backend is None:
         return row
     p = run.params
-    boot = None
+    gen = p.get("generator", "python")
+    ref = guest.name == "reference"
+    why = unsupported(gen, backend, ref)
+    if why:
+        row.update(status="skipped", error=why, wall_s=0.0)
+        return row
+    if gen == "vupacegen":
+        # vupacegen owns the guest's socket: no switch, no tap.
+        backend = hostgen.VhostUserGen(backend.spec, backend.opts, backend.pin, backend.queues)
+    elif ref:
+        backend = hostgen.TapRef(backend.spec, backend.opts, backend.pin, backend.queues)
+    row["generator"] = gen
+    boot = vu = con = None
     t0 = time.monotonic()
     log = os.path.join(logdir, f"run-{run.index:04d}.log")
     row["log"] = os.path.relpath(log, os.path.dirname(logdir))
     peer_log = []
     exits = None
+    linux = guest.name == "linux"
     try:
+        if ref:
+            backends.need_testpmd()
         backend.setup(logdir)
         backend.tap = backends.TAP
-        boot, cmdline = guest.start(run, backend, m.run_timeout)
-        row["cmdline"] = cmdline
-        exits = kvmstats.start(boot)
-        linux = guest.name == "linux"
-        item = boot.proc.wait_line(lambda l: (l.startswith("pkt: ") or l.startswith("vnetlab-linux listening l2 ") or
-                                              l.startswith("ERROR {")), 90)
-        if not item or item[2].startswith("ERROR"):
-            raise BenchError(f"guest not ready for the search; console tail:\n{boot.proc.tail()}")
-        # The appliance's driver line, or the linux guest's listening line.
-        mac = next((mm.group(1) for l in boot.proc.text("out")
-                    for mm in [re.match(r"^(?:virtio-net: mac=|vnetlab-linux listening l2 .* mac=)(\S+)", l)] if mm),
-                   None)
-        gen = p.get("generator", "python")
+        if gen == "vupacegen":
+            vu = VuGen(backend, p["size"]).start()  # before its socket's client
+        if ref:
+            # The consumer where the guest would be: on tap its tap PMD
+            # makes the tap, on vhost-user its virtio_user connects to
+            # vupacegen's socket.
+            con = hostgen.consumer(backend, "macswap")
+            con.start()
+            if backend.name == "tap":
+                backend.wait_tap()
+            con.send("start")
+            mac = REF_MAC
+            row["cmdline"] = " ".join(con.cmdline)
+        else:
+            boot, cmdline = guest.start(run, backend, m.run_timeout)
+            row["cmdline"] = cmdline
+            exits = kvmstats.start(boot)
+            item = boot.proc.wait_line(lambda l: (l.startswith("pkt: ") or
+                                                  l.startswith("vnetlab-linux listening l2 ") or
+                                                  l.startswith("ERROR {")), 90)
+            if not item or item[2].startswith("ERROR"):
+                raise BenchError(f"guest not ready for the search; console tail:\n{boot.proc.tail()}")
+            # The appliance's driver line, or the linux guest's listening line.
+            mac = next((mm.group(1) for l in boot.proc.text("out")
+                        for mm in [re.match(r"^(?:virtio-net: mac=|vnetlab-linux listening l2 .* mac=)(\S+)", l)]
+                        if mm), None)
+        if vu:
+            vu.ready()
         settle = p.get("settle", 1.0)
+        # Trials the guest counts too (PKT_TRIAL): the appliance's.
+        guest_marks = marks_expected(linux, ref)
 
         def one(rate, lat=False):
-            return peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"], peer_log, marks=not linux,
+            if vu:
+                return vu_trial(vu, boot, mac, rate, p["trial"], peer_log, marks=guest_marks, lat=lat,
+                                settle=settle)
+            return peer_trial(backend, boot, mac, p["size"], p["mode"], rate, p["trial"], peer_log, marks=guest_marks,
                               lat=lat, gen=gen, settle=settle)
 
         # ndr.repeat searches in this boot, each after MLRsearch with its
         # own warm-up; the row's figures are their medians.
         searches, steps = [], []
-        kvm0 = kvm_counters(boot)
+        # KVM's counters over the searches: from the exit sampler's samples
+        # (it holds the QMP socket, which takes one client: a second
+        # connection got nothing under vupacegen, 2026-12-07), else read
+        # directly.
+        t_kvm0 = time.monotonic()
+        kvm0 = kvm_counters(boot) if boot and not exits else None
         for i in range(p.get("repeat", 1)):
             f = search(one, p["max_rate"], p["pdr"], p["precision"], trial_s=p["trial"],
                        duration_sum=p.get("duration_sum", p["trial"]), exceed_ratio=p.get("exceed_ratio", 50) / 100.0,
@@ -409,11 +604,22 @@ def execute_run(run, m, guest, logdir, row):
         for pct in p.get("latency") or ():
             rate = lat_rate(found["pdr"], pct)
             lat_steps.append(dict(one(rate, lat=True), load=pct, rate=rate))
-        kvm1 = kvm_counters(boot)
-        if exits:
-            exits.settle(time.monotonic())
-        row.update(kvm_columns(exits, steps + lat_steps, found["ndr"]))
-        obj = runs.final_result(boot, row, p["trial"] + 30, " after the search")
+        trials = steps + lat_steps
+        if ref:
+            # The consumer's count of the run: stop it after the last trial,
+            # once it read the last marker (stopped at once, it missed it
+            # in one run of 2026-12-07: sent + markers = its RX + 1).
+            time.sleep(max(0.5, settle))
+            fwd = con.stop_forwarding().get(0, {})
+            obj = {"rx_frames": fwd.get("RX-packets"), "tx_frames": fwd.get("TX-packets")}
+            row.update(accel="none", kvm_counters="n/a", kvm_counters_why="no VM")
+        else:
+            t_kvm1 = time.monotonic()
+            kvm1 = kvm_counters(boot) if not exits else None
+            if exits:
+                exits.settle(time.monotonic())
+            row.update(kvm_columns(exits, trials, found["ndr"]))
+            obj = runs.final_result(boot, row, p["trial"] + 30, " after the search")
         bits = frame_bits(p["size"])
         row.update(ndr_pps=found["ndr"], pdr_pps=found["pdr"], ndr_mbps=round(found["ndr"] * bits / 1e6, 3),
                    pdr_mbps=round(found["pdr"] * bits / 1e6, 3), ndr_trials=len(steps) // len(searches),
@@ -430,42 +636,53 @@ def execute_run(run, m, guest, logdir, row):
                 "lat_n": (t.get("rtt") or {}).get("n", 0)} for t in lat_steps]
         # Both ends, over every trial of the boot (search and latency):
         # what the peer sent must be what the guest received plus the
-        # tap's drops, what the guest forwarded must be what came back plus
-        # what the peer's socket dropped.
-        trials = steps + lat_steps
+        # backend's drops, what the guest forwarded must be what came back
+        # plus what the peer's socket dropped.
         sent = sum(s["sent"] for s in trials)
         back = sum(s["received"] for s in trials)
         tap_drops = sum(s["tap_tx_dropped"] for s in trials)
         sock_drops = sum(s["peer_sock_drops"] for s in trials)
-        if linux:
+        # Markers the backend took (pktpeer's always; vupacegen's port may
+        # refuse one, said in its step).
+        marks = sum(1 for s in trials if s.get("marker_sent", True))
+        if ref:
+            check = ref_check(sent, tap_drops, marks, fwd, back, sock_drops)
+        elif linux:
             # eth0's counters over the serving phase: every frame, the
             # trial markers (one per trial, reflected too) included.
-            marks = len(trials)
             check = {"peer_sent": sent, "tap_dropped": tap_drops, "markers": marks,
                      "guest_received": obj.get("rx_frames"), "guest_forwarded": obj.get("tx_frames"),
                      "guest_dropped": (obj.get("rx_frames") or 0) - (obj.get("tx_frames") or 0),
                      "peer_back": back, "peer_sock_drops": sock_drops, "counted_by": "eth0 statistics"}
+            check["closes"] = run_closes(check, linux)
         else:
             check = {"peer_sent": sent, "tap_dropped": tap_drops, "guest_received": obj.get("seq_frames"),
                      "guest_forwarded": obj.get("frames"),
                      "guest_counted": (obj.get("rx_other") or 0) + (obj.get("fwd_unsent") or 0),
                      "peer_back": back, "peer_sock_drops": sock_drops}
-        check["closes"] = run_closes(check, linux)
+            check["closes"] = run_closes(check, linux)
+        if vu:
+            check["dropped_at"] = ("refused at vupacegen's port: the receiving ring (the guest's, or the reference's "
+                                  "virtio_user's) was full")
         check["trials_closed"] = sum(1 for s in trials if s.get("closes"))
         check["trials_unmarked"] = sum(1 for s in trials if s.get("closes") is None)
         row["ndr_check"] = check
-        if kvm0 and kvm1 and check.get("guest_received"):
+        if exits and exits.samples:
+            grew = kvmstats.interval(exits.samples, t_kvm0, t_kvm1)
+        else:
+            grew = {k: kvm1[k] - kvm0[k] for k in kvm0 if k in kvm1} if kvm0 and kvm1 else {}
+        if not ref and grew and check.get("guest_received"):
             # KVM's exits over every trial of the boot (QMP query-stats,
             # before the first search and after the last trial) per million
             # frames the guest received.
             per = 1e6 / check["guest_received"]
             for k in ("exits", "io_exits", "halt_exits", "irq_injections"):
-                if k in kvm0 and k in kvm1:
-                    row[f"kvm_{k}_per_mframe"] = round((kvm1[k] - kvm0[k]) * per, 1)
-        if check["trials_unmarked"] and not linux:
+                if k in grew:
+                    row[f"kvm_{k}_per_mframe"] = round(grew[k] * per, 1)
+        if check["trials_unmarked"] and guest_marks:
             # A trial the guest never counted makes every loss figure of
             # the run doubtful: the row fails, saying what each side saw.
-            bad = [{k: s.get(k) for k in ("rate", "sent", "received", "tap_tx_dropped", "marker_s",
+            bad = [{k: s.get(k) for k in ("rate", "sent", "received", "tap_tx_dropped", "marker_s", "marker_sent",
                                           "qemu_queues")} for s in trials if s.get("closes") is None]
             raise BenchError(f"{check['trials_unmarked']} trial(s) without the guest's PKT_TRIAL line "
                              f"(the guest ended at {obj.get('t_line_us')} us, its last frame at "
@@ -482,6 +699,9 @@ def execute_run(run, m, guest, logdir, row):
             exits.stop()
         if boot:
             boot.stop()
+        for other in (con, vu):
+            if other:
+                other.stop()
         bproc = backend.proc
         backend.teardown()
         if row.get("status") == "ok" and backend.name == "vhost-user" and bproc:
@@ -490,11 +710,23 @@ def execute_run(run, m, guest, logdir, row):
         try:
             runs.write_log(log, boot, None, bproc)
             with open(log, "a") as f:
+                for other in (con, vu):
+                    if other and other.proc:
+                        f.write(f"==== {other.proc.name}: {' '.join(other.proc.argv)}\n")
+                        for tt, st_, l in other.proc.lines:
+                            f.write(f"{tt - other.proc.t0:9.3f} {st_} {l}\n")
                 for r in peer_log:
                     f.write("pktpeer " + json.dumps(r) + "\n")
         except OSError:
             pass
     return row
+
+
+def marks_expected(linux, ref):
+    """Does every trial of this column carry the guest's PKT_TRIAL line?
+    The appliance's do; the Linux guest's XDP_TX and the reference's
+    testpmd print none."""
+    return not (linux or ref)
 
 
 def close_at_switch(check, fwd, linux):
@@ -641,7 +873,8 @@ def latency_table(rows, columns):
            "the same boot (0 %: the stream alone, ndr.LAT0_PPS frames/s or 1 % of the PDR), the peer timing every "
            "frame's round trip (tests/tools/pktpeer.py swap with LAT 1: from the generator's send stamp in the "
            "frame, or with the Python peer from just after its send(), to the kernel's receive stamp of the frame "
-           "that came back). Asked = the trial's rate, offered = what "
+           "that came back; vupacegen on vhost-user: from its send stamp to the TSC when it read the frame back). "
+           "Asked = the trial's rate, offered = what "
            "the peer really sent per second (below asked: the peer's limit, not the guest's). Latencies in us, "
            "medians over n runs; loss = frames of that trial that did not come back.", ""]
     for backend in sorted({r["backend"] for r in ok}):
@@ -680,8 +913,8 @@ REPORT = (rfc2544_table, latency_table)  # report.md: the RFC 2544 table, the pa
 
 
 def claims(run):
-    # the reference column's ndr runs are hostgen.py's (skipped there)
-    return TESTS[run.test]["kind"] == "ndr" and run.guest != "reference"
+    # the reference column's searches too (execute_run: no boot)
+    return TESTS[run.test]["kind"] == "ndr"
 
 
 def run_row(run, m, guest, logdir, execute):

@@ -289,5 +289,8 @@ def test_kvm_exit_counters_on_ndr_pairs_memcached(t):
             check_kvm_columns(row, unit)
             if name == "ndr" and not all(s.get("kvm_exits_per_frame") for s in row["ndr_steps"]):
                 raise Fail(f"ndr: every trial carries kvm_exits_per_frame under KVM: {row['ndr_steps']}")
+            if name == "ndr" and not (row.get("kvm_exits_per_mframe") or 0) > 0:
+                raise Fail(f"ndr: no exits per million frames over the boot's trials (the ratio table's column): "
+                           f"{ {k: v for k, v in row.items() if k.startswith('kvm_')} }")
             said.append(f"{name} {row[f'kvm_exits_per_{unit}']} exits/{unit}")
     print("    KVM: " + ", ".join(said))

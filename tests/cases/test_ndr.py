@@ -307,3 +307,165 @@ def test_ndr_vhost_user_closes_with_testpmd_drops(t):
         ndr.close_at_switch(check, fwd, linux)
         if check["closes"] is not want or check["switch_counted"] != bool(fwd):
             raise Fail(f"close_at_switch({fwd}, linux={linux}): closes {check['closes']}, expected {want}")
+
+
+def test_ndr_vupacegen_steps_and_reference_check(t):
+    """The vhost-user generator's and the reference column's pieces without
+    a VM: vupacegen's trial line becomes a step in peer_trial()'s terms
+    (offered = sent + refused, the refused frames the loss into the guest),
+    a step closes against the guest's PKT_TRIAL line, the reference's run
+    closes with its testpmd's forward statistics, ndr.generator auto picks
+    vupacegen on vhost-user and pacegen on tap, and the columns a generator
+    cannot search are skipped with the reason."""
+    import guests
+    import matrix
+    from procs import BenchError
+
+    line = {"trial": 3, "offered": 2000, "sent": 1900, "refused": 100, "back": 1890, "back_other": 1,
+            "elapsed_ns": 1000000000, "marker": True, "marker_s": 0.51, "port_imissed": 0, "nomem": 0,
+            "rtt": {"n": 1890, "p50_ns": 9000}}
+    st = ndr.vu_step(line, 2000)
+    want = {"sent": 2000, "received": 1890, "tap_tx_dropped": 100, "peer_sock_drops": 0, "offered_pps": 2000.0,
+            "generator_limited": False, "marker_sent": True, "rtt": {"n": 1890, "p50_ns": 9000}}
+    if {k: st.get(k) for k in want} != want:
+        raise Fail(f"vu_step: {st}, expected {want}")
+    if not ndr.vu_step(dict(line, elapsed_ns=2000000000), 2000)["generator_limited"]:
+        raise Fail("vu_step: 2000 frames in 2 s asked at 2000 frames/s is the generator's limit")
+    for bad in (dict(line, sent=1901), {k: v for k, v in line.items() if k != "back"}):
+        try:
+            ndr.vu_step(bad, 2000)
+        except BenchError:
+            continue
+        raise Fail(f"vu_step accepted {bad}")
+
+    class Proc:
+        def __init__(self, lines):
+            self.lines = lines
+
+        def wait_line(self, pred, timeout):
+            return next(((0, "out", l) for l in self.lines if pred(l)), None)
+
+    class Boot:
+        def __init__(self, lines):
+            self.proc = Proc(lines)
+
+    g = 'PKT_TRIAL {"trial":3,"seq_frames":1900,"seq_gaps":100,"seq_reorder":0,"frames":1890,"rx_other":0,"pend":0}'
+    # 1900 received + 100 refused = 2000 offered; forwarded + pend = 1890 back.
+    for guest_line, closes in ((g, True), (g.replace('"pend":0', '"pend":1'), False),
+                               (g.replace('"seq_frames":1900', '"seq_frames":1899'), False), (None, None)):
+        s = ndr.guest_close(dict(st), Boot([guest_line] if guest_line else []), 3, True)
+        if s["closes"] is not closes:
+            raise Fail(f"guest_close with {guest_line}: closes {s['closes']}, expected {closes}")
+    # (sent, backend drops, markers, the consumer's port 0, back, socket drops)
+    fwd = {"RX-packets": 1003, "TX-packets": 1000, "TX-dropped": 3}
+    for args, want in (((1000, 0, 3, fwd, 997, 0), True),  # 3 markers reflected, 3 frames its port refused
+                       ((1000, 0, 3, dict(fwd, **{"TX-packets": 1003, "TX-dropped": 0}), 1000, 0), True),
+                       ((1010, 10, 3, fwd, 997, 0), True),  # 10 dropped at the backend into it
+                       ((1010, 9, 3, fwd, 997, 0), False),
+                       ((1000, 0, 3, dict(fwd, **{"TX-packets": 1003, "TX-dropped": 0}), 999, 0), False),
+                       ((1000, 0, 3, dict(fwd, **{"TX-dropped": 0}), 997, 0), False)):
+        c = ndr.ref_check(*args)
+        if c["closes"] is not want:
+            raise Fail(f"ref_check{args}: closes {c['closes']}, expected {want}: {c}")
+    try:
+        ndr.ref_check(1000, 0, 3, {}, 1000, 0)
+        raise Fail("ref_check without the consumer's statistics closed")
+    except BenchError:
+        pass
+
+    base = {"tests": "ndr", "guests": "vnetlab reference", "backends": "tap vhost-user", "ndr.sizes": "64 imix"}
+    m = matrix.Matrix(base, {"default": ""}, lambda v: None, list(guests.KINDS))
+    got = sorted({(r.backend, r.params["size"], r.params.get("generator", "python")) for r in m.runs()})
+    want = [("tap", "64", "pacegen"), ("tap", "imix", "python"), ("vhost-user", "64", "vupacegen"),
+            ("vhost-user", "imix", "python")]
+    if got != want or sorted({r.column for r in m.runs()}) != ["default", "reference"]:
+        raise Fail(f"ndr.generator auto: expected {want} in columns default and reference, got {got}")
+    for bad in ({"ndr.generator": "vupacegen"}, {"ndr.generator": "vupacegen", "backends": "vhost-user",
+                                                 "ndr.sizes": "64 imix"}):
+        try:
+            matrix.Matrix(dict(base, **bad), {"default": ""}, lambda v: None, list(guests.KINDS))
+        except BenchError as e:
+            if "ndr" not in str(e):
+                raise Fail(f"{bad}: refused without naming the key: {e}")
+            continue
+        raise Fail(f"{bad} accepted")
+    m = matrix.Matrix(dict(base, backends="vhost-user", **{"ndr.generator": "vupacegen", "ndr.sizes": "64"}),
+                      {"default": ""}, lambda v: None, list(guests.KINDS))
+    if {r.params.get("generator") for r in m.runs()} != {"vupacegen"}:
+        raise Fail(f"ndr.generator = vupacegen: {[r.params for r in m.runs()]}")
+
+    class Backend:
+        def __init__(self, name, opts=None, queues=1):
+            self.name, self.opts, self.queues = name, opts or {}, queues
+
+    cases = ((("vupacegen", Backend("vhost-user"), False), None), (("vupacegen", Backend("vhost-user"), True), None),
+             (("pacegen", Backend("tap"), True), None), (("pacegen", Backend("tap"), False), None),
+             (("vupacegen", Backend("tap"), False), "vhost-user"),
+             (("vupacegen", Backend("vhost-user", queues=2), False), "one queue pair"),
+             (("pacegen", Backend("vhost-user"), True), "vupacegen"),
+             (("python", Backend("tap"), True), "pacegen (tap)"),
+             (("pacegen", Backend("tap", {"tx": "timer"}), True), "no backend options"))
+    for args, want in cases:
+        why = ndr.unsupported(*args)
+        if (why is None) != (want is None) or (want and want not in why):
+            raise Fail(f"ndr.unsupported{args[0], args[1].name, args[2]}: {why!r}, expected {want!r}")
+    run = matrix.Run(0, "reference", None, "ndr", "tap", {}, 0, "reference")
+    if not ndr.claims(run) or guests.Reference(None, None).supports("ndr", Backend("tap")):
+        raise Fail("the reference column's ndr run: ndr.py claims it, the guest kind supports it")
+
+
+def test_ndr_harness_vupacegen_and_reference(t):
+    """The search on vhost-user with vupacegen on the guest's socket (no
+    testpmd switch, no tap: ndr.generator auto), a short MLRsearch and
+    latency trials at 0 and 50 % of the PDR timed by vupacegen: the row
+    is ok, finds an NDR, every trial carries the guest's PKT_TRIAL line
+    and closes at both ends; the no-guest reference column (guests =
+    reference: testpmd macswap where the guest would be) searches with the
+    same generator on vhost-user and with pacegen on tap, each a row that
+    closes with its testpmd's counts, and report.md's ratio table divides
+    the appliance's NDR by the reference's ("x reference" filled)."""
+    import json
+    import subprocess
+
+    from lib import Skip
+
+    if os.geteuid() != 0:
+        raise Skip("needs root for the harness's network namespace and DPDK's private /run")
+    d = os.path.join(BUILD, "test-ndr-vupacegen")
+    subprocess.run(["rm", "-rf", d], check=False)
+    rows, reports = [], []
+    for backends, guests_ in (("vhost-user", "vnetlab,reference"), ("tap", "reference")):
+        out = os.path.join(d, backends)
+        r = subprocess.run([sys.executable, os.path.join(TOP, "host", "bench", "vnetbench.py"), "--matrix",
+                            os.path.join(TOP, "host", "bench", "matrices", "ndr.txt"), "--variants", "base",
+                            "--guests", guests_, "--backends", backends, "--ndr-sizes", "64", "--ndr-trial", "1",
+                            "--ndr-max-rate", "4000", "--ndr-latency", "0 50", "--ndr-duration-sum", "2",
+                            "--out", out], cwd=TOP, capture_output=True, text=True, timeout=600)
+        if r.returncode:
+            raise Fail(f"vnetbench ({backends}) exited {r.returncode}:\n{(r.stdout + r.stderr)[-2000:]}")
+        rows += [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+        reports.append(open(os.path.join(out, "report.md")).read())
+    by = {(row["column"], row["backend"]): row for row in rows}
+    want = [("base", "vhost-user"), ("reference", "tap"), ("reference", "vhost-user")]
+    if sorted(by) != want or any(row["status"] != "ok" for row in rows):
+        raise Fail(f"expected ok rows {want}: {[(x['column'], x['backend'], x['status'], x.get('error')) for x in rows]}")
+    n = by[("base", "vhost-user")]
+    c, lat = n["ndr_check"], n.get("lat_steps") or []
+    if n["generator"] != "vupacegen" or not 0 < n["ndr_pps"] <= 4000 or not c["closes"]:
+        raise Fail(f"vhost-user: generator {n['generator']}, NDR {n['ndr_pps']}, counts {c}")
+    if len(lat) != 2 or c["trials_unmarked"] or c["trials_closed"] != len(n["ndr_steps"]) + len(lat):
+        raise Fail(f"vhost-user: {c['trials_closed']} closed, {c['trials_unmarked']} unmarked of "
+                   f"{len(n['ndr_steps'])} + {len(lat)} (latency) trials: "
+                   f"{[(s['rate'], s.get('guest_received'), s.get('closes')) for s in n['ndr_steps'] + lat]}")
+    if any(not s.get("lat_n") for s in lat):
+        raise Fail(f"vhost-user latency trials: vupacegen timed no round trip: {lat}")
+    for b, gen in (("tap", "pacegen"), ("vhost-user", "vupacegen")):
+        ref = by[("reference", b)]
+        if ref["generator"] != gen or not ref["ndr_pps"] > 0 or not ref["ndr_check"]["closes"]:
+            raise Fail(f"reference on {b}: generator {ref['generator']} (want {gen}), NDR {ref['ndr_pps']}, "
+                       f"counts {ref['ndr_check']}")
+    line = next((l for l in reports[0].splitlines() if l.startswith("| 64 | base |")), "")
+    cells = [x.strip() for x in line.split("|")]
+    ref_ndr = by[("reference", "vhost-user")]["ndr_pps"]
+    if len(cells) < 9 or cells[7] != f"{ref_ndr:,}" or cells[8] != f"{n['ndr_pps'] / ref_ndr:.2f}":
+        raise Fail(f"report.md's ratio table: expected the reference's NDR {ref_ndr:,} and x reference; got {line!r}")

@@ -269,10 +269,10 @@ def test_vupacegen_paced_into_rxonly_on_vhost_user(t):
 
 def test_pacegen_as_ndr_generator_key(t):
     """ndr.generator: auto by default (pacegen in the params of every
-    frame size but imix, which keeps the Python peer), pacegen reaches the
-    run's params, anything else and pacegen with imix
-    are refused naming the key; ndr.py hands pktpeer.py swap the built
-    generator's path."""
+    frame size but imix on tap, vupacegen on vhost-user, imix keeps the
+    Python peer), pacegen reaches the run's params, anything else and
+    pacegen with imix are refused naming the key; ndr.py hands pktpeer.py
+    swap the built generator's path and runs the built vupacegen."""
     sys.path.insert(0, os.path.join(TOP, "host", "bench"))
     import matrix
     import ndr
@@ -281,8 +281,12 @@ def test_pacegen_as_ndr_generator_key(t):
     settings, defs = matrix.parse_file(os.path.join(TOP, "host", "bench", "matrices", "ndr.txt"))
     settings["ndr.sizes"] = "64 1518 imix"
     runs = [r for r in matrix.Matrix(settings, defs, lambda v: "", ("vnetlab", "linux")).runs() if r.test == "ndr"]
-    if not runs or any(r.params.get("generator") != (None if r.params["size"] == "imix" else "pacegen") for r in runs):
-        raise Fail(f"default ndr.generator: expected pacegen but for imix, got {[r.params for r in runs][:3]}")
+    def auto(r):
+        return None if r.params["size"] == "imix" else "vupacegen" if r.backend == "vhost-user" else "pacegen"
+    if not runs or any(r.params.get("generator") != auto(r) for r in runs) or \
+            {r.backend for r in runs} != {"tap", "vhost-user"}:
+        raise Fail(f"default ndr.generator: expected pacegen on tap, vupacegen on vhost-user, python for imix, "
+                   f"got {[(r.backend, r.params) for r in runs][:4]}")
     settings["ndr.generator"], settings["ndr.sizes"] = "pacegen", "64 1518"
     runs = [r for r in matrix.Matrix(settings, defs, lambda v: "", ("vnetlab", "linux")).runs() if r.test == "ndr"]
     if not runs or any(r.params.get("generator") != "pacegen" for r in runs):
@@ -291,8 +295,8 @@ def test_pacegen_as_ndr_generator_key(t):
         settings["ndr.generator"], settings["ndr.sizes"] = bad, sizes
         expect_refused(lambda: matrix.Matrix(settings, defs, lambda v: "", ("vnetlab", "linux")), BenchError,
                        r"ndr\.generator", f"ndr.generator = {bad} with ndr.sizes = {sizes}")
-    if ndr.PACEGEN != PACEGEN:
-        raise Fail(f"ndr.py runs {ndr.PACEGEN}, make builds {PACEGEN}")
+    if ndr.PACEGEN != PACEGEN or ndr.VUPACEGEN != VUPACEGEN:
+        raise Fail(f"ndr.py runs {ndr.PACEGEN} and {ndr.VUPACEGEN}, make builds {PACEGEN} and {VUPACEGEN}")
 
     # peer_trial's pktpeer.py command line, the peer faked.
     class Backend:
@@ -379,6 +383,8 @@ def test_vupacegen_bad_arguments(t):
         (["52:54:00:12:34", "1000", "1"], "DMAC"),
         (["--size", "1519", "52:54:00:12:34:56", "1000", "1"], "--size"),
         (["--burst", "0", "52:54:00:12:34:56", "1000", "1"], "--burst"),
+        (["--serve", "52:54:00:12:34:56"], "--serve takes its trials on stdin"),
+        (["--serve", "--fifo"], "--fifo"),
     ]
     for args, want in cases:
         argv = ["timeout", "-s", "KILL", "60", "unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
@@ -387,3 +393,58 @@ def test_vupacegen_bad_arguments(t):
         if r.returncode != 2 or want not in r.stderr:
             raise Fail(f"vupacegen -- {' '.join(args)}: expected exit 2 and '{want}' on stderr; saw {r.returncode}, "
                        f"stderr {r.stderr.strip()[-300:]!r}, stdout {r.stdout[-200:]!r}")
+
+
+def test_vupacegen_serve_protocol(t):
+    """vupacegen --serve (the NDR search's generator on vhost-user) on
+    DPDK's null PMD, no VM: "ready" once the port is up, a bad trial line
+    answered with an error and the loop going on, a trial's line with
+    offered = rate x seconds = sent + refused, the marker sent (the port's
+    opackets = sent + 1), nothing numbered back (the null PMD returns no
+    frame of ours; what it returns is back_other), round trips asked for
+    and none timed; quit ends it with status 0."""
+    if not os.access(VUPACEGEN, os.X_OK):
+        raise Fail(f"{VUPACEGEN} not built (make host-tools; needs Debian's dpdk-dev)")
+    if os.geteuid() != 0:
+        from lib import Skip
+        raise Skip("needs root (a private mount namespace for DPDK's runtime files)")
+    script = "mount -t tmpfs vnetlab-vupacegen /run && exec \"$@\""
+    eal = ["--no-huge", "-m", "128", "--no-pci", "-l", "1", "--file-prefix", f"vnetlab-vupacegen-serve-{os.getpid()}",
+           "--vdev", "net_null0", "--log-level", "*:error"]
+    argv = ["timeout", "-s", "KILL", "90", "unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
+            VUPACEGEN, *eal, "--", "--serve"]
+    gen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+
+    def stop_gen():
+        if gen.poll() is None:
+            os.killpg(gen.pid, 9)
+            gen.wait()
+    t.cleanups.append(stop_gen)
+
+    def ask(line):
+        gen.stdin.write(line + "\n")
+        gen.stdin.flush()
+        return json.loads(gen.stdout.readline())
+
+    lines = []
+    while len(lines) < 50 and not (lines and (lines[-1] in ("vupacegen: ready", "") or lines[-1].startswith("{"))):
+        lines.append(gen.stdout.readline().strip())
+    mine = [l for l in lines if l.startswith(("vupacegen", "{"))]
+    if mine != ["vupacegen: port 0 up, waiting for the guest", "vupacegen: ready"]:
+        raise Fail(f"vupacegen --serve: expected the port up, then ready; saw {lines}")
+    for bad in ("trial 0 52:54:00:12:34:56 0 1 0 0", "trial 1 52:54:00:12:34 1000 0.1 0 0",
+                "trial 1 52:54:00:12:34:56 1000 0.1 0 2", "trial 1 52:54:00:12:34:56 1000 0.1 0 0 extra", "go"):
+        r = ask(bad)
+        if "error" not in r or "trial N DMAC RATE" not in r["error"]:
+            raise Fail(f"vupacegen --serve: {bad!r} answered {r}, expected the command's usage as an error")
+    r = ask(f"trial 7 {DMAC} 10000 0.5 0.05 1")
+    if r.get("trial") != 7 or r["offered"] != 5000 or r["sent"] + r["refused"] != 5000 or r["marker"] is not True or \
+            r["port_opackets"] != r["sent"] + 1 or r["back"] != 0 or r["rtt"] != {"n": 0}:
+        raise Fail(f"vupacegen --serve trial 7 at 10000 frames/s for 0.5 s: {r}")
+    if abs(r["achieved_pps"] - 10000) > 100:
+        raise Fail(f"vupacegen --serve: {r['achieved_pps']} frames/s by its TSC, not within 1 % of 10000")
+    gen.stdin.write("quit\n")
+    gen.stdin.flush()
+    if gen.wait(timeout=30) != 0:
+        raise Fail(f"vupacegen --serve: quit ended it with {gen.returncode}: {gen.stderr.read()[-300:]}")
