@@ -316,8 +316,10 @@ def test_mq_rxonly_rss_stall_without_peer_kick(t):
     refill's kick flushes it, and all 40,000 at 20,000 frames/s arrive;
     then a flow tun puts on the other tap queue ("crossed"): its frame for
     a full ring waits on the arrival queue's NetQueue, which only a kick
-    of the arrival queue flushes, and none comes: the flow stops after a
-    ring or two."""
+    of the arrival queue flushes, and none comes once the same flow's
+    pair has stopped refilling: the flow stops after a part of it (624 to
+    8,816 of 40,000 frames in five runs: as long as queue 1 still kicks
+    after the same flow, each kick lets a ring's worth through)."""
     n, rate = 40000, 20000
     g, flows, per = rss_flows(t, n, rate, "pkt.idle=3 pkt.seconds=15 rss.peer_kick=0", ["same", "crossed"])
     g.expect_ok()
@@ -332,9 +334,9 @@ def test_mq_rxonly_rss_stall_without_peer_kick(t):
         raise Fail(f"same flow (port {s_port}, tap queue {s_arr} = queue {s_want}): expected all {n} frames "
                    f"(less the {s_dropped} the tap dropped, at most half) with its ring running dry "
                    f"(kicks {per[s_want]['kicks']}); frames per queue {got}")
-    if crossed >= n // 10:
+    if crossed >= n // 2:
         raise Fail(f"crossed flow (port {c_port}, tap queue {c_arr}, queue {c_want}): {crossed} of {n} frames "
-                   f"arrived: expected the stall (a few rings at most) without the peer kick; per queue {got}")
+                   f"arrived: expected the stall (most frames never arrive) without the peer kick; per queue {got}")
     print(f"    rss.peer_kick=0 at {rate}/s: same flow (tap queue {s_arr} = queue {s_want}) "
           f"{got[s_want] - (crossed if c_want == s_want else 0)} of {n} arrived (tap dropped {s_dropped}), kicks "
           f"{per[s_want]['kicks']}; crossed flow (tap queue {c_arr} -> queue {c_want}) {crossed} of {n}, then "
