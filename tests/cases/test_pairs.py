@@ -179,8 +179,10 @@ def pkt_rows_close(rows, want_pairs, exact=True):
 def test_pair_pkt_txonly_between_appliances(t):
     """Issue 25's packet-level pair in the harness: appliance txonly into
     appliance rxonly through the bridge and through testpmd; every frame
-    sent is delivered or a drop the switch counted, and every sequence gap
-    the sink saw is one of those drops."""
+    sent is delivered or a drop the switch counted, and every counted drop
+    is a sequence gap the sink saw or one of the frames after the last it
+    received (a dropped last burst leaves no gap behind it: seen in CI,
+    12,160 gaps for 12,192 drops through testpmd, the 32 a tail)."""
     switches = ["bridge"] + (["testpmd"] if shutil.which("dpdk-testpmd") else [])
     rows = run_pairs(t, ["--pairs", "default>default", "--tests", "pkt_txonly", "--switches", ",".join(switches),
                          "--pkt-sizes", "64", "--seconds", "2", "--repetitions", "1"], timeout=300)
@@ -189,9 +191,13 @@ def test_pair_pkt_txonly_between_appliances(t):
         if r.get("sink_other_frames") != 0:
             raise Fail(f"{r['switch']}: the sink got {r.get('sink_other_frames')} frames the sender did not send "
                        "(the bridge's br0 must stay silent)")
-        if r.get("server_seq_gaps") != r["pkt_drops_counted"] or r.get("server_seq_reorder"):
-            raise Fail(f"{r['switch']}: the sink saw {r.get('server_seq_gaps')} gaps, {r.get('server_seq_reorder')} "
-                       f"reorders for {r['pkt_drops_counted']} counted drops")
+        # Without reorders the sink's next sequence number is frames +
+        # gaps; what the sender sent beyond it is the tail.
+        gaps = r.get("server_seq_gaps")
+        tail = r["frames_sent"] - r.get("server_seq_frames", 0) - (gaps or 0)
+        if gaps is None or r.get("server_seq_reorder") or tail < 0 or gaps + tail != r["pkt_drops_counted"]:
+            raise Fail(f"{r['switch']}: the sink saw {gaps} gaps and {r.get('server_seq_reorder')} reorders, "
+                       f"{tail} frames after its last, for {r['pkt_drops_counted']} counted drops")
         print(f"    pkt pair (TCG, {r['switch']}, 64 B): delivered {r['pps']:,.0f} of {r['tx_pps']:,.0f} frames/s "
               f"sent, {r['pkt_drops_counted']} dropped and counted")
 
