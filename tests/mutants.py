@@ -562,8 +562,10 @@ MUTANTS = [
      "\t\tvnet_rx_refill(vn, true);\n}\n\nint vnet_rx_held_index",
      "\t\tvnet_rx_refill(vn, false);\n}\n\nint vnet_rx_held_index", RXC),
     ("rx: kick decided before the refill is published (old index taken after it)", RX,
-     "\tvirtq_publish(&vn->rxq);\n\tif (kick && virtq_kick_prepare(&vn->rxq))\n\t\tvirtq_notify(&vn->rxq);",
-     "\tif (kick && virtq_kick_prepare(&vn->rxq))\n\t\tvirtq_notify(&vn->rxq);\n\tvirtq_publish(&vn->rxq);", RXC),
+     "\tvirtq_publish(&vn->rxq);\n\tif (kick && virtq_kick_prepare(&vn->rxq)) {\n\t\tvirtq_notify(&vn->rxq);\n"
+     "\t\tvnet_rss_kick_peers(vn);\n\t}",
+     "\tif (kick && virtq_kick_prepare(&vn->rxq)) {\n\t\tvirtq_notify(&vn->rxq);\n\t\tvnet_rss_kick_peers(vn);\n\t}\n"
+     "\tvirtq_publish(&vn->rxq);", RXC),
     # The same edit as the first barrier B mutant above (virtq catches it),
     # through the RX path: a parked device that read avail->idx before the
     # refill's store drained. (The re-read after the register read is not
