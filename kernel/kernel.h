@@ -182,7 +182,7 @@ void acpi_reset(void);                                         /* FADT reset reg
 struct pci_dev {
 	uint8_t bus, dev, fn;
 	uint16_t vendor, device;
-	uint32_t class_rev; /* class << 8 | revision; read by pci_print() */
+	uint32_t class_rev; /* class << 8 | revision; ids and class read after ready */
 };
 void pci_init(void);
 void pci_print(void);                /* one "pci ..." line per function found */

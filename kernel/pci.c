@@ -102,10 +102,10 @@ void pci_cfg_write16(const struct pci_dev *d, uint16_t off, uint16_t v)
 	raw_write16(d->bus, d->dev, d->fn, off, v);
 }
 
-/* A present function (id: its vendor/device dword, already read). Not
- * printed here, and its class not read yet: pci_print() does both after
- * the ready line (two exits a function fewer before it under KVM). */
-static void probe(uint8_t bus, uint8_t dev, uint8_t fn, uint32_t id)
+/* A present function. Only where it is: its ids and class are read by
+ * pci_identify() after the ready line (under KVM every read is an exit,
+ * two through the ports). */
+static void probe(uint8_t bus, uint8_t dev, uint8_t fn)
 {
 	if (ndevs == PCI_MAX_DEVS)
 		return;
@@ -113,14 +113,30 @@ static void probe(uint8_t bus, uint8_t dev, uint8_t fn, uint32_t id)
 	d->bus = bus;
 	d->dev = dev;
 	d->fn = fn;
-	d->vendor = (uint16_t)id;
-	d->device = (uint16_t)(id >> 16);
+}
+
+static bool identified;
+
+/* Each function's vendor/device and class dwords, once: pci_print() (after
+ * the ready line) and the first pci_get() come here. */
+static void pci_identify(void)
+{
+	if (identified)
+		return;
+	identified = true;
+	for (int i = 0; i < ndevs; i++) {
+		struct pci_dev *d = &devs[i];
+		uint32_t id = raw_read32(d->bus, d->dev, d->fn, PCI_VENDOR);
+
+		d->vendor = (uint16_t)id;
+		d->device = (uint16_t)(id >> 16);
+		d->class_rev = raw_read32(d->bus, d->dev, d->fn, PCI_CLASS_REV);
+	}
 }
 
 void pci_print(void)
 {
-	for (int i = 0; i < ndevs; i++)
-		devs[i].class_rev = raw_read32(devs[i].bus, devs[i].dev, devs[i].fn, PCI_CLASS_REV);
+	pci_identify();
 	for (int i = 0; i < ndevs; i++)
 		printf("pci %02x:%02x.%x %04x:%04x class=%06x\n", devs[i].bus, devs[i].dev,
 		       devs[i].fn, devs[i].vendor, devs[i].device, devs[i].class_rev >> 8);
@@ -128,12 +144,22 @@ void pci_print(void)
 
 static uint8_t bus_seen[256 / 8];
 
+/* Header type, the byte that says whether a function is there (PCI 3.0
+ * 6.2.1): a read where no function answers returns all ones (3.2.2.3.2's
+ * master abort), and no header type is 0xFF (layouts 0-2 only). Reading it
+ * instead of the vendor ID makes one read per function tell both whether it
+ * is there and whether functions 1-7 may follow (bit 7, on function 0). */
+static uint8_t header_type(uint8_t bus, uint8_t dev, uint8_t fn)
+{
+	return (uint8_t)(raw_read32(bus, dev, fn, PCI_HEADER_TYPE & ~3) >> 16);
+}
+
 /* Every function on one bus, then the buses behind its PCI-to-PCI bridges
  * (PCI-to-PCI Bridge spec 1.2 section 3.2.5.3: the secondary bus number
  * firmware assigned). Walking bridges instead of all 256 buses saves ~8,000
  * configuration reads, milliseconds under TCG. Depth is bounded by the 256
- * bus numbers, each scanned once. Each configuration register is read once
- * per function, and an absent function costs one read: under KVM every
+ * bus numbers, each scanned once. One read per slot and per function before
+ * the ready line (a bridge's bus numbers are one more): under KVM every
  * read is an exit (two through the ports), the boot's largest share after
  * the console (tests/unit/test_pci.c counts them). */
 static void scan_bus(uint8_t bus)
@@ -142,22 +168,15 @@ static void scan_bus(uint8_t bus)
 		return;
 	bus_seen[bus / 8] |= (uint8_t)(1u << (bus % 8));
 	for (uint8_t dev = 0; dev < 32; dev++) {
-		uint32_t id = raw_read32(bus, dev, 0, PCI_VENDOR);
-		if ((id & 0xffff) == 0xffff)
+		uint8_t ht0 = header_type(bus, dev, 0);
+		if (ht0 == 0xff)
 			continue;
-		/* Function 0's header type bit 7: functions 1-7 may exist
-		 * (PCI 3.0 6.2.1). */
-		uint8_t ht = (uint8_t)(raw_read32(bus, dev, 0, PCI_HEADER_TYPE & ~3) >> 16);
-		int nfn = (ht & 0x80) ? 8 : 1;
+		int nfn = (ht0 & 0x80) ? 8 : 1;
 		for (uint8_t fn = 0; fn < nfn; fn++) {
-			if (fn) {
-				id = raw_read32(bus, dev, fn, PCI_VENDOR);
-				if ((id & 0xffff) == 0xffff)
-					continue;
-				ht =
-				    (uint8_t)(raw_read32(bus, dev, fn, PCI_HEADER_TYPE & ~3) >> 16);
-			}
-			probe(bus, dev, fn, id);
+			uint8_t ht = fn ? header_type(bus, dev, fn) : ht0;
+			if (ht == 0xff)
+				continue;
+			probe(bus, dev, fn);
 			if ((ht & 0x7f) != 1)
 				continue;
 			uint8_t secondary =
@@ -205,6 +224,7 @@ int pci_count(void)
 
 const struct pci_dev *pci_get(int i)
 {
+	pci_identify();
 	return i >= 0 && i < ndevs ? &devs[i] : NULL;
 }
 
@@ -218,12 +238,13 @@ const struct pci_dev *pci_get(int i)
 #define PCI_HOLE_END 0xfec00000ull
 #define PCI_BUSY_MAX (BOOT_MMAP_MAX + PCI_MAX_DEVS * 6)
 
-static uint64_t mem_top;                         /* end of RAM and firmware memory below 4 GiB */
-static unsigned assigned;                        /* BARs this kernel placed */
-static struct pci_range reserved[BOOT_MMAP_MAX]; /* the map's reserved ranges below the end */
-static int nreserved;
+static uint64_t mem_top;  /* end of RAM and firmware memory below 4 GiB */
+static unsigned assigned; /* BARs this kernel placed */
+/* What a placed BAR must stay clear of: the boot map's reserved ranges
+ * below the hole's end first (nreserved of them, noted once), then every
+ * decoding BAR (found again at each placement). */
 static struct pci_range busy[PCI_BUSY_MAX];
-static int nbusy;
+static int nreserved, nbusy;
 
 void pci_note_memory(const struct boot_info *bi)
 {
@@ -235,7 +256,7 @@ void pci_note_memory(const struct boot_info *bi)
 			continue;
 		if (r->type == BOOT_MEM_RESERVED) {
 			/* e.g. q35's ECAM window: not RAM, not free either */
-			reserved[nreserved++] = (struct pci_range){r->base, r->len};
+			busy[nreserved++] = (struct pci_range){r->base, r->len};
 			continue;
 		}
 		if (end > mem_top)
@@ -257,9 +278,7 @@ static uint64_t assign(const struct pci_dev *d, int bar, uint64_t size, bool is6
 {
 	if (!mem_top || scanning)
 		return 0; /* no memory map: nowhere known to be free */
-	nbusy = 0;
-	for (int i = 0; i < nreserved; i++)
-		busy[nbusy++] = reserved[i];
+	nbusy = nreserved;
 	scanning = true;
 	for (int i = 0; i < ndevs; i++)
 		for (int b = 0; b < 6; b++) {

@@ -206,14 +206,18 @@ static void test_ports(void)
 	data_reads = 0;
 	pci_init();
 	CHECK_EQ(1, pci_count(), "one function found through the ports");
-	/* 32 slots' vendor IDs, then function 0's header type: no register
-	 * read twice, the class left for pci_print() after the ready line
-	 * (every read is an exit under KVM). */
-	CHECK_EQ(33, data_reads, "configuration reads to scan a bus with one function");
-	space_write(0x08, 4, 0x02000001u); /* class 020000 (Ethernet), revision 1 */
-	pci_print();                       /* after the ready line: reads each function's class */
-	CHECK_EQ(34, data_reads, "one more read per function for the pci lines");
-	CHECK_EQ(0x02000001u, pci_get(0)->class_rev, "class read by pci_print()");
+	/* One read per slot (its header type: there, and one function or
+	 * eight), nothing else before the ready line: the ids and the class
+	 * are left for after it (every read is an exit under KVM). */
+	CHECK_EQ(32, data_reads, "configuration reads to scan a bus with one function");
+	space_write(0x08, 4, 0x02000001u);    /* class 020000 (Ethernet), revision 1 */
+	const struct pci_dev *d = pci_get(0); /* a driver's first look: the ids */
+	CHECK_EQ(0x1af4, d->vendor, "vendor ID read by the first pci_get()");
+	CHECK_EQ(0x1041, d->device, "device ID read by the first pci_get()");
+	CHECK_EQ(0x02000001u, d->class_rev, "class read with the ids");
+	CHECK_EQ(34, data_reads, "two more reads per function: the ids and the class");
+	pci_print(); /* after the ready line */
+	CHECK_EQ(34, data_reads, "each function's ids and class read once");
 	CHECK(!strcmp(pci_access_method(), "ports"), "ports");
 	check_writes("ports");
 }
