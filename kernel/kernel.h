@@ -56,7 +56,7 @@ const char *cpu_model(void);
  * known to this file only). pvm_init() needs the IDT (rdmsr_safe) and
  * enters native mode at once when the current page tables are user-
  * accessible at every level, else pvm_after_paging() does. */
-void pvm_init(bool tables_user, const char *raw_cmdline);
+void pvm_init(bool tables_user);
 void pvm_after_paging(void);
 void pvm_configure(void);   /* claims pvm=auto|off */
 const char *pvm_mode(void); /* "native", "emulated" or "none" (not kvm_pvm) */
@@ -71,8 +71,9 @@ bool pvm_irq_needs_halt(void); /* interrupts come in only at a halt */
 bool pvm_apic_extras_ok(void); /* false: xAPIC and its one-shot timer only */
 
 /* trap.c: exception vectors -> report and exit; the IDT */
-void trap_init(void);
-void trap_load(void); /* load the IDT trap_init() filled (an application processor) */
+void trap_init_early(void); /* #DF, #NP, #GP gates and lidt: what pvm_init() needs */
+void trap_init(void);       /* the other exception gates */
+void trap_load(void);       /* load the IDT trap_init() filled (an application processor) */
 void trap_set_gate(uint8_t vector, uint64_t handler); /* 64-bit interrupt gate */
 
 /* irq.c: external interrupts (vectors 32-255). Handlers run only while the

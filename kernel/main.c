@@ -87,13 +87,15 @@ void kernel_main(struct boot_info *bi)
 	mark("entry"); /* the front-end: PVH's entry.S and pvh_main() */
 	/* Under this machine kind's kvm_pvm everything before pvm_init() runs
 	 * in KVM's instruction emulator (~1 us per instruction), so only what
-	 * the safe MSR probe needs comes first: our GDT and the IDT. */
+	 * the safe MSR probe needs comes first: our GDT and three IDT gates. */
 	cpu_init();
 	mark("cpu");
-	trap_init();
+	trap_init_early();
 	mark("trap");
-	pvm_init(bi->tables_user, bi->cmdline);
+	pvm_init(bi->tables_user);
 	mark("pvm");
+	trap_init();
+	mark("trap_all");
 	console_init();
 	mark("console");
 	cmdline_init(bi->cmdline);

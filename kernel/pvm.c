@@ -61,7 +61,10 @@ static void enter_native(void)
 	native = true;
 }
 
-void pvm_init(bool tables_user, const char *raw_cmdline)
+/* Everything here runs in KVM's emulator (about 1 us an instruction), so
+ * it does the least that registers: the command line's pvm=off is looked
+ * at natively by pvm_configure(), which leaves native mode again. */
+void pvm_init(bool tables_user)
 {
 	uint64_t v;
 	if (strcmp(cpu_accel(), "kvm") || !rdmsr_safe(MSR_PVM_MAGIC, &v) || v != PVM_MAGIC)
@@ -69,12 +72,9 @@ void pvm_init(bool tables_user, const char *raw_cmdline)
 	present = true;
 	if (rdmsr_safe(MSR_PVM_TSC, &v))
 		tsc_khz = v;
-	/* pvm=off keeps the vCPU emulated, to compare; pvm_configure() claims
-	 * and checks the key, before that a substring test is enough. */
-	off = strstr(raw_cmdline, "pvm=off") != NULL;
 	/* The front-end's page tables must be user-accessible at every level
 	 * (PVH's are, UEFI's are not): else wait for paging_init()'s. */
-	if (!off && tables_user)
+	if (tables_user)
 		enter_native();
 }
 
@@ -107,10 +107,17 @@ void pvm_after_paging(void)
 		enter_native();
 }
 
+/* pvm=off keeps the vCPU emulated, to compare: registered by pvm_init()
+ * already (a PVH boot), it unregisters here, before the clock, paging and
+ * every device. */
 void pvm_configure(void)
 {
 	static const char *const choices[] = {"auto", "off", NULL};
-	cmdline_choice("pvm", choices, 0);
+	off = cmdline_choice("pvm", choices, 0) == 1;
+	if (off && native) {
+		wrmsr(MSR_PVM_ENABLE, 0);
+		native = false;
+	}
 }
 
 const char *pvm_mode(void)

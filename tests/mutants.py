@@ -411,6 +411,9 @@ MUTANTS = [
      "\t\t\tvirtio_pci_msix_off(d, cap, ctrl);\n\t\t\treturn -1;", "\t\t\treturn -1;",
      ["virtio_pci"]),
     # Issue 23 finding 5: no large page over the first 2 MiB (SDM 11.11.9).
+    ("paging: entries without Accessed/Dirty (a shadow fault per page under kvm_pvm)", "kernel/paging.c",
+     "#define PTE_RWU  (PTE_P | PTE_W | PTE_U | PTE_A | PTE_D)", "#define PTE_RWU  (PTE_P | PTE_W | PTE_U)",
+     ["paging"]),
     ("paging: the first 2 MiB one write-back large page again", "kernel/paging.c",
      "\tmap_low_4k(bi);", "\tmap_low_4k(bi);\n\tmap_2m(0, false);", ["paging"]),
     ("paging: the VGA hole and BIOS area mapped write-back", "kernel/paging.c",

@@ -22,6 +22,8 @@
 #define PTE_P 0x1
 #define PTE_W 0x2
 #define PTE_U 0x4
+#define PTE_A 0x20 /* A and D preset, as paging.c's (why there) */
+#define PTE_D 0x40
 #define PTE_PS 0x80
 
 	/* The note QEMU looks for: name "Xen", type 18, 8-byte payload (the
@@ -86,18 +88,18 @@ boot_gdt_desc:
 	.section .data
 	.balign 4096
 boot_pml4:
-	.quad boot_pdpt + (PTE_P | PTE_W | PTE_U)
+	.quad boot_pdpt + (PTE_P | PTE_W | PTE_U | PTE_A | PTE_D)
 	.fill 511, 8, 0
 boot_pdpt:
-	.quad boot_pd + 0 * 4096 + (PTE_P | PTE_W | PTE_U)
-	.quad boot_pd + 1 * 4096 + (PTE_P | PTE_W | PTE_U)
-	.quad boot_pd + 2 * 4096 + (PTE_P | PTE_W | PTE_U)
-	.quad boot_pd + 3 * 4096 + (PTE_P | PTE_W | PTE_U)
+	.quad boot_pd + 0 * 4096 + (PTE_P | PTE_W | PTE_U | PTE_A | PTE_D)
+	.quad boot_pd + 1 * 4096 + (PTE_P | PTE_W | PTE_U | PTE_A | PTE_D)
+	.quad boot_pd + 2 * 4096 + (PTE_P | PTE_W | PTE_U | PTE_A | PTE_D)
+	.quad boot_pd + 3 * 4096 + (PTE_P | PTE_W | PTE_U | PTE_A | PTE_D)
 	.fill 508, 8, 0
 boot_pd:
 	.set addr, 0
 	.rept 2048
-	.quad addr + (PTE_P | PTE_W | PTE_U | PTE_PS)
+	.quad addr + (PTE_P | PTE_W | PTE_U | PTE_A | PTE_D | PTE_PS)
 	.set addr, addr + 0x200000
 	.endr
 

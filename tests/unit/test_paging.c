@@ -22,6 +22,8 @@ unsigned shim_cr3_loads;
 #define U    (1ull << 2)
 #define PWT  (1ull << 3)
 #define PCD  (1ull << 4)
+#define A    (1ull << 5)
+#define D    (1ull << 6)
 #define PS   (1ull << 7)
 #define ADDR 0x000ffffffffff000ull
 
@@ -104,9 +106,47 @@ static void test_low_2m_in_4k_pages(void)
 	      "the pages around it still write-back");
 }
 
+/* Accessed and Dirty set on every entry written, at every level, so the
+ * shadow MMU prefetches neighbours and never faults to set them (the boot's
+ * first touches are exits under kvm_pvm). */
+static void test_accessed_dirty_preset(void)
+{
+	unsigned entries = 0, missing = 0;
+
+	shim_reset();
+	paging_init(&bi_pc);
+	uint64_t *pml4 = table(shim_cr3);
+	for (int i = 0; i < 512; i++) {
+		if (!(pml4[i] & P))
+			continue;
+		entries++, missing += (pml4[i] & (A | D)) != (A | D);
+		uint64_t *pdpt = table(pml4[i]);
+		for (int j = 0; j < 512; j++) {
+			if (!(pdpt[j] & P))
+				continue;
+			entries++, missing += (pdpt[j] & (A | D)) != (A | D);
+			uint64_t *pd = table(pdpt[j]);
+			for (int k = 0; k < 512; k++) {
+				if (!(pd[k] & P))
+					continue;
+				entries++, missing += (pd[k] & (A | D)) != (A | D);
+				if (pd[k] & PS)
+					continue;
+				uint64_t *pt = table(pd[k]);
+				for (int l = 0; l < 512; l++)
+					if (pt[l] & P)
+						entries++, missing += (pt[l] & (A | D)) != (A | D);
+			}
+		}
+	}
+	CHECK(entries >= 512 + 2048, "the first 2 MiB's 512 pages and 4 GiB of 2 MiB pages walked");
+	CHECK_EQ(0, missing, "entries without Accessed and Dirty");
+}
+
 int main(void)
 {
 	printf("test_paging\n");
 	RUN(test_low_2m_in_4k_pages);
+	RUN(test_accessed_dirty_preset);
 	return check_done("test_paging");
 }
