@@ -34,7 +34,7 @@ TIMEOUT = 30
 WORKERS = min(2, os.cpu_count() or 1)
 
 # (name, file, find, replace, binaries): a binary is "virtq", "virtq_packed", "virtio_pci",
-# "virtio_mmio", "virtio_mmio_packed", "pci", "paging", a unit
+# "virtio_mmio", "virtio_mmio_packed", "pci", "paging", "inst_table", "result", a unit
 # variant name from tests/unit/unit.mk (UNIT_VARIANTS: its test_vnet), or
 # "offload:" + a name from UNIT_OFFLOAD_VARIANTS (its test_offload), or "rxc:" + a name
 # from UNIT_RXC_VARIANTS (its test_rx_contract).
@@ -577,6 +577,16 @@ MUTANTS = [
     # covered here: the model's device answers are never read stale.)
     ("rx (TCG): a refill's suppression trusted without the register read", "drivers/virtio/virtq.c",
      "\tif (!need && vq->sync) {", "\tif (0 && vq->sync) {", RXC[:1]),
+    # apps/lib/result.c: one CPU per RESULT line (the builders of two CPUs
+    # must never interleave in one line's state).
+    ("result: a begin takes over a line another CPU holds (two builders interleave)", "apps/lib/result.c",
+     "\tif (!__sync_bool_compare_and_swap(&result_line.cpu, 0, me)) {",
+     "\tif ((result_line.cpu = me) == 0) {", ["result"]),
+    ("result: a field from a CPU that does not hold the line is accepted", "apps/lib/result.c",
+     "\tif (cpu == me)\n\t\treturn;\n\tif (cpu)\n", "\tif (cpu == me || cpu)\n\t\treturn;\n\tif (cpu)\n",
+     ["result"]),
+    ("result: result_end keeps the line (the next CPU's begin is refused)", "apps/lib/result.c",
+     "\t__atomic_store_n(&result_line.cpu, 0, __ATOMIC_RELEASE);\n", "", ["result"]),
 ]
 
 
@@ -585,7 +595,8 @@ def binary_path(build, b):
         return os.path.join(build, "unit", b[8:], "test_offload")
     if b.startswith("rxc:"):
         return os.path.join(build, "unit", b[4:], "test_rx_contract")
-    if b in ("virtq", "virtq_packed", "virtio_pci", "virtio_mmio", "virtio_mmio_packed", "pci", "paging", "inst_table"):
+    if b in ("virtq", "virtq_packed", "virtio_pci", "virtio_mmio", "virtio_mmio_packed", "pci", "paging", "inst_table",
+             "result"):
         return os.path.join(build, "unit", "test_" + b)
     return os.path.join(build, "unit", b, "test_vnet")
 
@@ -651,7 +662,7 @@ def main():
         print(f"mutants: -j {a.j}: expected at least 1")
         return 1
     files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "Makefile", "mk", "drivers", "kernel", "tests/unit",
-                            "net/port", "net/inst.h", "net/inst_table.c", "boot/efi/efi.mk"],
+                            "net/port", "net/inst.h", "net/inst_table.c", "net/net.h", "apps/lib", "boot/efi/efi.mk"],
                            cwd=TOP, capture_output=True, text=True, check=True).stdout.split()
     caught = missed = 0
     with tempfile.TemporaryDirectory(prefix="vnetlab-mutants-") as tmp:

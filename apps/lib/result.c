@@ -41,24 +41,72 @@ void result_measure_end(struct result_window *w, uint64_t end_ns)
 	w->t_end = end_ns > w->t_start ? end_ns : w->b.ns;
 }
 
+/*
+ * The line being built. No lock guards it, because no two CPUs share it:
+ *
+ * - the lwIP apps that run as copies with mq=N (echo, the rr and stream
+ *   servers and clients; net/inst.h) link this file into every copy
+ *   (Makefile INST_SRCS), so copy k's RESULT line, printed on CPU k while
+ *   the others print theirs, is built in copy k's own result_line; the
+ *   console keeps each CPU's line whole (kernel/console.c);
+ * - app=pkt, linked once, uses copy 0's: its queue loops on the other
+ *   CPUs only take snapshots (result_snap_of(), into their own struct
+ *   pkt_q), and the BSP prints every line after smp_join().
+ *
+ * So that this stays true, result_begin() takes the line for the calling
+ * CPU and result_end() gives it back; any other CPU that begins a line
+ * while one is open, adds to it or ends it panics (result_own()), and so
+ * does a second begin on the same CPU: a change that shares the line
+ * (this file linked once, a pkt loop printing its own line) stops the run
+ * instead of printing one test's HIST line and t_line_us under another's
+ * name. tests/unit/test_result.c interleaves two CPUs on one line;
+ * tests/cases/test_result.py checks that the ELF has one result_line per
+ * copy.
+ */
 static struct {
+	uint32_t cpu; /* smp_cpu_index() + 1 of the CPU building the line; 0: none open */
 	const char *test, *role;
 	const char *lat; /* "lat" or, for an RR server, "cycle" */
 	uint64_t t_line_ns;
 	uint64_t rate_ns;        /* the interval result_rates() divided by */
 	const struct hist *hist; /* printed on the HIST line after RESULT */
-} line;
+	/* result_counters()' snapshots, for the PROFILE line after RESULT */
+	const struct result_snap *prof_a, *prof_b;
+} result_line;
+
+/* The calling CPU must be the one whose line is open (what: the call). */
+static void result_own(const char *what)
+{
+	uint32_t me = smp_cpu_index() + 1,
+	         cpu = __atomic_load_n(&result_line.cpu, __ATOMIC_ACQUIRE);
+
+	if (cpu == me)
+		return;
+	if (cpu)
+		panic("result: %s on cpu %u while cpu %u's RESULT line is open", what, me - 1,
+		      cpu - 1);
+	panic("result: %s on cpu %u with no RESULT line open", what, me - 1);
+}
 
 void result_begin(const char *test, const char *role)
 {
+	uint32_t me = smp_cpu_index() + 1;
 	size_t n = strlen(test);
-	line.test = test;
-	line.role = role;
-	line.lat =
+
+	if (!__sync_bool_compare_and_swap(&result_line.cpu, 0, me)) {
+		uint32_t cpu = result_line.cpu;
+		if (cpu == me)
+			printf("\n"); /* the open line ends before the PANIC line */
+		panic("result: %s RESULT line begun on cpu %u while cpu %u's is open", test, me - 1,
+		      cpu - 1);
+	}
+	result_line.test = test;
+	result_line.role = role;
+	result_line.lat =
 	    !strcmp(role, "server") && n > 3 && !strcmp(test + n - 3, "_rr") ? "cycle" : "lat";
-	line.t_line_ns = clock_since_entry_ns(clock_ns());
-	line.hist = NULL;
-	line.rate_ns = 0;
+	result_line.t_line_ns = clock_since_entry_ns(clock_ns());
+	result_line.hist = NULL;
+	result_line.rate_ns = 0;
 	printf("RESULT {\"test\":\"%s\",\"role\":\"%s\",\"variant\":\"%s\",\"accel\":\"%s\","
 	       "\"backend\":\"%s\",\"boot\":\"%s\",\"features\":\"0x%llx\",\"offloads\":\"%s\"",
 	       test, role, vnet_variant(), cpu_accel(), net_backend(), kernel_boot_protocol(),
@@ -67,11 +115,13 @@ void result_begin(const char *test, const char *role)
 
 void result_u64(const char *key, uint64_t v)
 {
+	result_own("result_u64");
 	printf(",\"%s\":%lu", key, v);
 }
 
 void result_str(const char *key, const char *v)
 {
+	result_own("result_str");
 	printf(",\"%s\":\"%s\"", key, v);
 }
 
@@ -87,6 +137,7 @@ static uint64_t milli(uint64_t num, uint64_t den, uint64_t scale)
 
 static void print_milli(const char *key, uint64_t m)
 {
+	result_own("a ratio");
 	printf(",\"%s\":%lu.%03lu", key, m / 1000, m % 1000);
 }
 
@@ -97,7 +148,8 @@ void result_ratio(const char *key, uint64_t num, uint64_t den)
 
 void result_rates(uint64_t bytes, uint64_t transactions, uint64_t ns)
 {
-	line.rate_ns = ns;
+	result_own("result_rates");
+	result_line.rate_ns = ns;
 	print_milli("tps", milli(transactions, ns, 1000000000ull));
 	/* bits per microsecond = Mbit/s */
 	print_milli("mbps", milli(bytes * 8, ns, 1000));
@@ -105,7 +157,8 @@ void result_rates(uint64_t bytes, uint64_t transactions, uint64_t ns)
 
 static void latency_u64(const char *what, uint64_t v)
 {
-	printf(",\"%s_%s_ns\":%lu", line.lat, what, v);
+	result_own("result_latency");
+	printf(",\"%s_%s_ns\":%lu", result_line.lat, what, v);
 }
 
 void result_latency(const struct hist *h)
@@ -116,16 +169,15 @@ void result_latency(const struct hist *h)
 	latency_u64("p99", hist_percentile(h, 99000));
 	latency_u64("p999", hist_percentile(h, 99900));
 	latency_u64("max", h->count ? h->max : 0);
-	line.hist = h;
+	result_line.hist = h;
 }
-
-static const struct result_snap *prof_a, *prof_b;
 
 void result_counters(const struct result_snap *a, const struct result_snap *b,
                      uint64_t transactions)
 {
-	prof_a = a;
-	prof_b = b;
+	result_own("result_counters");
+	result_line.prof_a = a;
+	result_line.prof_b = b;
 	uint64_t kicks = (b->tx.kicks - a->tx.kicks) + (b->rx.kicks - a->rx.kicks);
 	uint64_t suppressed = (b->tx.kicks_suppressed - a->tx.kicks_suppressed) +
 	                      (b->rx.kicks_suppressed - a->rx.kicks_suppressed);
@@ -133,7 +185,7 @@ void result_counters(const struct result_snap *a, const struct result_snap *b,
 	/* The figures' interval starts at the first snapshot and lasts what the
 	 * rates were computed over; a server's ends at its last transaction,
 	 * before the second snapshot (taken once the clients are gone). */
-	uint64_t end = line.rate_ns ? a->ns + line.rate_ns : b->ns;
+	uint64_t end = result_line.rate_ns ? a->ns + result_line.rate_ns : b->ns;
 	result_u64("t_begin_us", clock_since_entry_ns(a->ns) / 1000);
 	result_u64("t_end_us", clock_since_entry_ns(end) / 1000);
 	result_u64("tx_frames", b->tx.frames - a->tx.frames);
@@ -206,7 +258,7 @@ static void hist_line(const struct hist *h)
 {
 	printf("HIST {\"test\":\"%s\",\"role\":\"%s\",\"metric\":\"%s\",\"unit\":\"ns\","
 	       "\"count\":%lu,\"buckets\":[",
-	       line.test, line.role, line.lat, h->count);
+	       result_line.test, result_line.role, result_line.lat, h->count);
 	const char *sep = "";
 	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
 		if (!h->bucket[i])
@@ -220,11 +272,13 @@ static void hist_line(const struct hist *h)
 
 void result_end(void)
 {
-	result_u64("t_line_us", line.t_line_ns / 1000);
+	result_u64("t_line_us", result_line.t_line_ns / 1000);
 	printf("}\n");
-	if (line.hist)
-		hist_line(line.hist);
-	if (VNETLAB_PROFILE && prof_a && prof_b)
-		result_profile(prof_a, prof_b);
-	prof_a = prof_b = NULL;
+	if (result_line.hist)
+		hist_line(result_line.hist);
+	if (VNETLAB_PROFILE && result_line.prof_a && result_line.prof_b)
+		result_profile(result_line.prof_a, result_line.prof_b);
+	result_line.prof_a = result_line.prof_b = NULL;
+	/* The HIST and PROFILE lines are out: another begin may come. */
+	__atomic_store_n(&result_line.cpu, 0, __ATOMIC_RELEASE);
 }

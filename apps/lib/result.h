@@ -4,9 +4,9 @@
  *	RESULT {"test":"tcp_rr","role":"client","variant":"...","accel":"tcg",
  *	        "backend":"tap", <parameters>, <throughput>, <latency>, <counters>}
  *
- * printed key by key (single-threaded, so nothing interleaves), and the
- * driver/lwIP counter snapshots that give "per transaction" figures for
- * exactly the measured interval. Decimal figures are printed from integers
+ * printed key by key (each line by one CPU: result.c says why and panics
+ * when two CPUs meet in one line), and the driver/lwIP counter snapshots that give "per
+ *transaction" figures for exactly the measured interval. Decimal figures are printed from integers
  * ("%lu.%03lu"): the guest has no floating point.
  *
  * Times on the guest clock (us since the boot front-end's first instruction,
@@ -59,7 +59,9 @@ struct result_window {
 void result_measure_begin(struct result_window *w);
 void result_measure_end(struct result_window *w, uint64_t end_ns);
 
-/* Opens the line with test, role, variant, accel and backend. */
+/* Opens the line with test, role, variant, accel and backend; the calling
+ * CPU holds it until result_end() (another CPU's call in between, or a
+ * second begin, panics). */
 void result_begin(const char *test, const char *role);
 void result_u64(const char *key, uint64_t v);
 void result_str(const char *key, const char *v);

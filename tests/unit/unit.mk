@@ -191,6 +191,17 @@ $(UNIT_DIR)/test_inst_table: tests/unit/test_inst_table.c net/inst_table.c net/i
 	@echo "  HOSTCC  $@"
 	@$(UNIT_CC) $(UNIT_CFLAGS) -DNET_INSTANCES=3 tests/unit/test_inst_table.c net/inst_table.c -o $@
 
+# apps/lib/result.c's RESULT line builder and which CPU may use it; the
+# lwIP types net/net.h names come from tests/unit/lwip_shim (a unit build
+# has no deps/).
+UNIT_BINS += $(UNIT_DIR)/test_result
+UNIT_RESULT_SRCS := tests/unit/test_result.c apps/lib/result.c apps/lib/hist.c
+$(UNIT_DIR)/test_result: $(UNIT_RESULT_SRCS) apps/lib/result.h apps/lib/hist.h net/net.h \
+		$(wildcard tests/unit/lwip_shim/lwip/*.h) $(UNIT_DEPS)
+	@mkdir -p $(@D)
+	@echo "  HOSTCC  $@"
+	@$(UNIT_CC) $(UNIT_CFLAGS) -Itests/unit/lwip_shim $(UNIT_RESULT_SRCS) -o $@
+
 unit: $(UNIT_BINS)
 	@bash tests/unit/run.sh $(UNIT_TIMEOUT) $(UNIT_BINS)
 
