@@ -11,7 +11,7 @@ import re
 import subprocess
 import sys
 
-from lib import NS_GUEST_IP, NS_PREFIX, TOP, Fail, Guest
+from lib import BUILD, NS_GUEST_IP, NS_PREFIX, TOP, Fail, Guest
 
 BENCH = os.path.join(TOP, "host", "bench")
 sys.path.insert(0, BENCH)
@@ -165,3 +165,60 @@ def test_linux_guest_xdp_tx_reflects_and_counts(t):
                        f"{peer}, guest drops {guest_drops}")
         print(f"    linux xdp-tx (TCG, tap, 64 B, 3000 pps): {back['frames']} of {peer['sent']} back, "
               f"tap drops {peer['tap_tx_dropped']}, XDP_TX drops {guest_drops}")
+
+
+def test_linux_guest_ndr_vupacegen_closes(t):
+    """The Linux column of ndr on vhost-user with vupacegen on the guest's
+    socket (ndr.generator auto, no testpmd switch), TCG, a short
+    MLRsearch up to 200,000 frames/s (more than a TCG guest takes: its
+    port refuses frames) and one latency trial: the row is ok, its trials carry no
+    guest line (XDP_TX prints none: counted by vupacegen alone), and the
+    whole run closes with eth0's counters, recomputed here from the steps:
+    vupacegen offered + the trial markers its port took = eth0 received +
+    what its port refused (the guest's RX ring full); eth0 sent = the
+    numbered frames back + the reflected markers + the port's misses."""
+    from lib import Skip
+
+    if os.geteuid() != 0:
+        raise Skip("needs root for the harness's network namespace and DPDK's private /run")
+    r = subprocess.run([os.path.join(TOP, "host", "linux-guest", "build.sh")], capture_output=True, text=True,
+                       timeout=1200)
+    if r.returncode:
+        tail = (r.stdout + r.stderr).strip().splitlines()
+        raise Skip(f"the Linux guest cannot be built here: {tail[-1] if tail else r.returncode}")
+    d = os.path.join(BUILD, "test-ndr-linux-vupacegen")
+    subprocess.run(["rm", "-rf", d], check=False)
+    r = subprocess.run([sys.executable, os.path.join(BENCH, "vnetbench.py"), "--matrix",
+                        os.path.join(BENCH, "matrices", "ndr.txt"), "--guests", "linux", "--backends", "vhost-user",
+                        "--accel", "tcg", "--ndr-sizes", "64", "--ndr-trial", "1", "--ndr-max-rate", "200000",
+                        "--ndr-precision", "20", "--ndr-latency", "50", "--ndr-duration-sum", "1", "--out", d], cwd=TOP,
+                       capture_output=True, text=True, timeout=900)
+    if r.returncode:
+        raise Fail(f"vnetbench exited {r.returncode}:\n{(r.stdout + r.stderr)[-2000:]}")
+    rows = [json.loads(l) for l in open(os.path.join(d, "results.jsonl"))]
+    if len(rows) != 1 or rows[0]["status"] != "ok" or rows[0]["column"] != "linux":
+        raise Fail(f"expected one ok linux row: {[(x['column'], x['status'], x.get('error')) for x in rows]}")
+    n = rows[0]
+    c, steps = n["ndr_check"], n["ndr_steps"] + (n.get("lat_steps") or [])
+    if n["generator"] != "vupacegen" or not 0 < n["ndr_pps"] < 200000 or len(n.get("lat_steps") or []) != 1:
+        raise Fail(f"generator {n['generator']} (want vupacegen), NDR {n['ndr_pps']} (want below the 200,000 "
+                   f"frames/s a TCG guest cannot take), "
+                   f"latency trials {len(n.get('lat_steps') or [])} (want 1)")
+    if c.get("counted_by") != "eth0 statistics" or c["trials_closed"] or c["trials_unmarked"] != len(steps):
+        raise Fail(f"the Linux column's trials carry no guest line and its run is counted by eth0: {c}")
+    sent = sum(s["sent"] for s in steps)
+    refused = sum(s["tap_tx_dropped"] for s in steps)
+    back = sum(s["received"] for s in steps)
+    misses = sum(s["peer_sock_drops"] for s in steps)
+    marks = sum(1 for s in steps if s.get("marker_sent"))
+    into = sent + marks == c["guest_received"] + refused
+    out = c["guest_forwarded"] == back + marks + misses
+    if (c["peer_sent"], c["markers"], c["tap_dropped"]) != (sent, marks, refused) or not (into and out):
+        raise Fail(f"the Linux column's run does not close: vupacegen offered {sent} + {marks} markers, its port "
+                   f"refused {refused}, eth0 received {c['guest_received']}; eth0 sent {c['guest_forwarded']}, "
+                   f"back {back} + markers + {misses} missed; ndr_check {c}")
+    if not c["closes"] or not c["guest_received"]:
+        raise Fail(f"ndr_check must say the run closes, with frames through the guest: {c}")
+    print(f"    linux XDP_TX, vhost-user with vupacegen (TCG, 64 B): NDR {n['ndr_pps']:,} frames/s; offered "
+          f"{sent} + {marks} markers = eth0 {c['guest_received']} + refused {refused}; eth0 sent "
+          f"{c['guest_forwarded']} = back {back} + markers + {misses} (XDP_TX dropped {c['guest_dropped']})")
