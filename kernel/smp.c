@@ -21,10 +21,11 @@
  *
  * Each CPU's block is also in its GS base (smp_cpu_index()), so irq.c's
  * counters and halt.c's stats and timer are kept per CPU without a lock.
- * Nothing else on the kernel side is made safe for concurrency: the
- * console, lwIP and the driver's shared state stay the BSP's. What an AP
- * runs must touch only its own data (app=pkt's queue pairs: one per CPU,
- * shared nothing) and leave printing to the BSP after smp_join().
+ * The console writes each CPU's line whole (console.c); nothing else on
+ * the kernel side is made safe for concurrency. What an AP runs must
+ * touch only its own data: with mq=N a copy of lwIP, the apps' code and
+ * its queue pair per CPU (net/inst.h), each printing its own lines; for
+ * app=pkt its queue pair only, the BSP printing after smp_join().
  *
  * Under this machine kind's kvm_pvm in native mode (pvm.c) smp=N > 1 is
  * refused: pvm.c keeps one shared page and one native/emulated state, the
