@@ -25,7 +25,9 @@ in the matrix's `ndr.mode` (macswap: the PVP loop; reflect) for the whole
 search; tests/tools/pktpeer.py `swap` in the backend's namespace offers
 rate x trial frames of the row's size and counts what comes back, waits
 `ndr.settle` seconds after the last frame sent or back, reads the
-counters and sends a trial marker. Loss is counted at both ends: the
+counters and sends a trial marker (with pacegen in macswap, pacegen
+--back does all of that in its one thread and pktpeer.py only passes its
+line on: no Python reader shares the CPUs during the trial). Loss is counted at both ends: the
 peer's own (sent - back) is the trial's loss; the guest's PKT_TRIAL line
 for the marker says what it received and forwarded of that trial, so
 each step also says where the frames were lost (`tap_tx_dropped` into the
@@ -34,8 +36,11 @@ guest, the peer socket's drops out of it) and whether that closes
 totals (`ndr_check`).
 
 The frames come from `ndr.generator`: pacegen (host/pktgen/pacegen.c,
-paced in C on the tap, one frame size; `auto`'s choice on tap for every
-size but imix), vupacegen (host/pktgen/vupacegen.c --serve, DPDK's vhost
+paced in C on the tap, one frame size, in macswap also the receiver, per
+sequence number: a step's `received` is the unique numbers back,
+`back_frames` every frame, duplicates included, which the guest's
+forwarded count closes with; `auto`'s choice on tap for every size but
+imix), vupacegen (host/pktgen/vupacegen.c --serve, DPDK's vhost
 PMD on the guest's vhost-user socket itself, no switch, no tap: it paces
 each trial's frames into the guest and counts what comes back in one
 process, VuGen below; `auto`'s choice on vhost-user) or the Python raw
@@ -76,6 +81,9 @@ _TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PKTPEER = os.path.join(_TOP, "tests", "tools", "pktpeer.py")
 # ndr.generator = pacegen: the paced C generator (host/pktgen/pacegen.c, make host-tools)
 PACEGEN = os.path.join(_TOP, "build", "host", "pacegen")
+# pacegen's options in every trial (pktpeer.py swap GENOPTS)
+PACEGEN_OPTS = ""
+
 # ndr.generator = vupacegen: the same on the vhost-user socket (host/pktgen/vupacegen.c --serve)
 VUPACEGEN = os.path.join(_TOP, "build", "host", "vupacegen")
 VU_DRAIN_S = 30  # vupacegen.c SERVE_DRAIN_S: its longest wait for frames back after a trial
@@ -294,7 +302,8 @@ def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True, l
     n = max(1, int(rate * trial_s))
     number = len(log)
     argv = backend.wrap([sys.executable, PKTPEER, "swap", backend.tap, mac, str(n), str(rate), mode, repr(settle),
-                         str(size), str(number), "1" if lat else "0", PACEGEN if gen == "pacegen" else "python"])
+                         str(size), str(number), "1" if lat else "0", PACEGEN if gen == "pacegen" else "python",
+                         PACEGEN_OPTS if gen == "pacegen" else ""])
     t_a = time.monotonic()
     r = procs.run(argv, timeout=trial_s * 4 + 60, check=False)
     t_b = time.monotonic()
@@ -308,14 +317,23 @@ def peer_trial(backend, boot, mac, size, mode, rate, trial_s, log, marks=True, l
     # well below what a rate asks at some point, and then a passing trial
     # says nothing about the rate asked.
     offered = res["sent"] / res["send_s"] if res["send_s"] > 0 else 0.0
-    t = {"sent": res["sent"], "received": back["frames"], "tap_tx_dropped": res["tap_tx_dropped"],
+    # received: the numbers that came back (pacegen's receiver counts a
+    # duplicate apart: it must not hide a lost frame); back_frames: every
+    # frame back, what the guest's forwarded count closes with.
+    t = {"sent": res["sent"], "received": back["frames"] - back.get("dups", 0), "back_frames": back["frames"],
+         "tap_tx_dropped": res["tap_tx_dropped"],
          "peer_sock_drops": back.get("sock_drops", back.get("udp_rcvbuf_errors", 0)),
          "send_s": res["send_s"], "offered_pps": round(offered, 1),
          "generator_limited": offered < GENERATOR_SLACK * rate, "marker_s": res.get("marker_s"),
-         "t_host": (t_a, t_b)}  # for the KVM exit counters; execute_run drops it
+         "receiver": res.get("receiver", "pktpeer"), "t_host": (t_a, t_b)}  # t_host: for KVM's exit counters
+    if "dups" in back:
+        t.update(back_dups=back["dups"], back_out_of_run=back["out_of_run"], back_other=back["other"],
+                 gen_max_lag_ns=res.get("gen_max_lag_ns"))
+    if "marker_sent" in res:
+        t["marker_sent"] = bool(res["marker_sent"])
     if lat:
         t["rtt"] = back.get("rtt")
-    return guest_close(t, boot, number, marks)
+    return guest_close(t, boot, number, marks and t.get("marker_sent", True))
 
 
 def guest_close(t, boot, number, marks):
@@ -329,7 +347,7 @@ def guest_close(t, boot, number, marks):
         t.update(guest_received=g["seq_frames"], guest_forwarded=g["frames"], guest_seq_gaps=g["seq_gaps"],
                  guest_other=g["rx_other"], guest_pend=g["pend"])
         t["closes"] = (t["sent"] == g["seq_frames"] + t["tap_tx_dropped"] and
-                       g["frames"] + g["pend"] == t["received"] + t["peer_sock_drops"])
+                       g["frames"] + g["pend"] == t.get("back_frames", t["received"]) + t["peer_sock_drops"])
     else:
         t.update(guest_received=None, closes=None)  # the marker never reached the guest
         t["qemu_queues"] = qemu_queue_view(boot)
@@ -639,7 +657,7 @@ def execute_run(run, m, guest, logdir, row):
         # backend's drops, what the guest forwarded must be what came back
         # plus what the peer's socket dropped.
         sent = sum(s["sent"] for s in trials)
-        back = sum(s["received"] for s in trials)
+        back = sum(s.get("back_frames", s["received"]) for s in trials)
         tap_drops = sum(s["tap_tx_dropped"] for s in trials)
         sock_drops = sum(s["peer_sock_drops"] for s in trials)
         # Markers the backend took (pktpeer's always; vupacegen's port may

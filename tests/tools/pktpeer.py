@@ -23,9 +23,10 @@ could not do what it was asked).
                            SKIP left out (an injected drop); prints sent and
                            the tap's tx_dropped over the run (frames the
                            backend never took)
-  swap IFACE DMAC N RATE MODE [WAIT] [SIZE] [TRIAL] [LAT] [GEN]   send as `send` and count
-                           what comes back: MODE macswap on the raw socket
-                           (the returned frame's destination is our MAC),
+  swap IFACE DMAC N RATE MODE [WAIT] [SIZE] [TRIAL] [LAT] [GEN] [GENOPTS]
+                           send as `send` and count what comes back: MODE
+                           macswap on the raw socket (the returned frame's
+                           destination is our MAC),
                            MODE reflect on a UDP socket bound to the source
                            address and port the frames carry (the host stack
                            receives it); waits WAIT seconds (2) after the
@@ -40,8 +41,16 @@ could not do what it was asked).
                            GEN python (this script sends, the default) or
                            the path of host/pktgen/pacegen (it sends, paced
                            in C, SIZE a number; LAT 1 then takes each send
-                           time from the frame's own stamp), while this
-                           script counts what comes back
+                           time from the frame's own stamp): with MODE
+                           macswap pacegen --back also counts what comes
+                           back, waits WAIT and sends the marker, in its one
+                           thread (no reader here: this script only turns
+                           its line into this one, `back` with its unique,
+                           dups, lost, out_of_run and the ring's drops as
+                           sock_drops); with MODE reflect this script counts
+                           on its UDP socket while pacegen sends; GENOPTS:
+                           more of pacegen's options, one argument, space-
+                           separated (e.g. "--sleep 60 --batch 32")
   rate IFACE IDLE MAX      sample IFACE's tx_packets + tx_dropped (what a
                            host sender put on a tap, taken or dropped) every
                            10 ms from "listening" until they stood still for
@@ -65,6 +74,15 @@ could not do what it was asked).
                            count, seq gaps/reorders, the round trips from
                            that stamp to the kernel's receive stamp as
                            percentiles, and how many were out of (0, 1 s)
+  mirror IFACE MAX [EDITS]  attach to the tap IFACE as QEMU does and send
+                           every numbered frame the host puts on it back
+                           with the MACs swapped (a macswap guest), until
+                           a trial marker or MAX seconds; EDITS (comma-
+                           separated) change that for one number each:
+                           drop:N, dup:N (twice), late:N (after N + 1):
+                           a wire with known faults for a receiver's count
+                           (tests/cases/test_pacegen.py); prints "listening",
+                           then what it read, sent back and edited
   tapq IFACE DMAC SPORT... which queue of the multi_queue tap IFACE the
                            kernel's tun puts each flow on (tun's flow hash;
                            QEMU's queue k reads tap queue k): gives IFACE an
@@ -360,7 +378,38 @@ def pacegen_frames(gen, iface, dmac, n, rate, size, poll_rx, rx):
             "generator": "pacegen", "gen_refused": g["refused"], "gen_win_10ms": g["win_10ms"]}
 
 
-def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0", gen="python"):
+def pacegen_swap(gen, iface, dmac, n, rate, wait, size, trial, lat, genopts):
+    """swap with MODE macswap and GEN pacegen: pacegen --back paces the
+    frames, counts what comes back in the same thread, waits `wait` s and
+    sends the marker; its line in send_frames()' terms and `back` as
+    SeqCount.report()'s (with its own keys too)."""
+    if not str(size).isdigit() or rate <= 0:
+        raise ValueError(f"pacegen sends one frame size at a rate, not size {size} at {rate}")
+    argv = [gen, "--size", str(size), "--back", "--settle", str(wait), *genopts.split()]
+    if trial is not None:
+        argv += ["--trial", str(trial)]
+    if lat == "1":
+        argv.append("--lat")
+    argv += [iface, dmac, str(rate), repr(n / rate)]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=n / rate + float(wait) + 90)
+    lines = p.stdout.strip().splitlines()
+    g = json.loads(lines[-1]) if lines else {}
+    if p.returncode or "error" in g or "back" not in g:
+        raise ValueError(f"pacegen exit {p.returncode}: {p.stdout[-300:]} {p.stderr[-300:]}")
+    res = {"sent": g["sent"], "tap_tx_dropped": g["if_tx_dropped"], "send_s": round(g["elapsed_ns"] / 1e9, 3),
+           "generator": "pacegen", "receiver": "pacegen", "gen_refused": g["refused"], "gen_win_10ms": g["win_10ms"],
+           "gen_max_lag_ns": g["max_lag_ns"], "gen_sleeps": g["sleeps"]}
+    if trial is not None:
+        res["marker_s"] = g["marker_s"]
+        res["marker_sent"] = g["marker"]
+    return res, g["back"]
+
+
+def cmd_swap(iface, dmac, n, rate, mode, wait=2, size="64", trial=None, lat="0", gen="python", genopts=""):
+    if gen != "python" and mode == "macswap":
+        res, back = pacegen_swap(gen, iface, dmac, int(n), float(rate), wait, size, trial, lat, genopts)
+        out(**res, back=back)
+        return 0
     tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     tx.bind((iface, 0))
     tx.settimeout(5)
@@ -552,6 +601,49 @@ def cmd_stamps(idle, maxs):
     return 0
 
 
+def cmd_mirror(iface, maxs, edits=""):
+    import fcntl
+    todo = {}
+    for e in filter(None, edits.split(",")):
+        kind, _, num = e.partition(":")
+        if kind not in ("drop", "dup", "late") or not num.isdigit():
+            out(error=f"bad edit {e!r} (drop:N, dup:N, late:N)")
+            return 1
+        todo[int(num)] = kind
+    fd = os.open("/dev/net/tun", os.O_RDWR)
+    fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", iface.encode(), IFF_TAP | IFF_NO_PI))
+    print("listening", flush=True)
+    got = back = 0
+    done, held = [], {}
+    deadline = time.monotonic() + float(maxs)
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if not r:
+            continue
+        f = os.read(fd, 65536)
+        if len(f) >= 54 and f[42:46] == MARKER:
+            break
+        seq = seq_of(f)
+        if seq is None:
+            continue
+        got += 1
+        f = f[6:12] + f[:6] + f[12:]
+        kind = todo.pop(seq, None)
+        copies = {"drop": 0, "dup": 2, "late": 0}.get(kind, 1)
+        if kind == "late":
+            held[seq + 1] = f
+        for _ in range(copies):
+            os.write(fd, f)
+            back += 1
+        if seq in held:  # the one held back goes after this one
+            os.write(fd, held.pop(seq))
+            back += 1
+        if kind:
+            done.append(f"{kind}:{seq}")
+    out(read=got, sent_back=back, edited=done, not_seen=sorted(f"{k}:{n}" for n, k in todo.items()))
+    return 0
+
+
 def tap_class_packets(iface):
     """Packets each tap queue's mq class sent: {queue: packets}, from
     `tc -s class show` (iproute2 6.1 prints mq classes as text even with
@@ -593,7 +685,7 @@ def cmd_tapq(iface, dmac, *sports):
 
 def main(argv):
     cmds = {"recv": cmd_recv, "send": cmd_send, "swap": cmd_swap, "rate": cmd_rate, "stamps": cmd_stamps,
-            "hold": cmd_hold, "tapq": cmd_tapq}
+            "hold": cmd_hold, "tapq": cmd_tapq, "mirror": cmd_mirror}
     if len(argv) < 2 or argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2
