@@ -469,3 +469,57 @@ def test_ndr_harness_vupacegen_and_reference(t):
     ref_ndr = by[("reference", "vhost-user")]["ndr_pps"]
     if len(cells) < 9 or cells[7] != f"{ref_ndr:,}" or cells[8] != f"{n['ndr_pps'] / ref_ndr:.2f}":
         raise Fail(f"report.md's ratio table: expected the reference's NDR {ref_ndr:,} and x reference; got {line!r}")
+
+
+def test_ndr_pacegen_receiver_step(t):
+    """A tap trial whose frames pacegen --back counted (pktpeer.py swap's
+    line, the peer faked): a duplicate does not hide a lost frame (received
+    = the unique numbers back, so 999 of 1000 with one copy twice fails the
+    NDR goal), the step closes with every frame back (the guest forwarded
+    1000), the ring's drops are the socket's, and a marker pacegen could not
+    send leaves the trial unmarked instead of waiting for the guest."""
+    import json
+    import subprocess
+
+    class Backend:
+        tap = "vnbtap0"
+
+        def wrap(self, argv):
+            return argv
+
+    class Proc:
+        def __init__(self, lines):
+            self.lines = lines
+
+        def wait_line(self, pred, timeout):
+            return next(((0, "out", l) for l in self.lines if pred(l)), None)
+
+    class Boot:
+        def __init__(self, lines):
+            self.proc = Proc(lines)
+            self.qmp = None
+
+    back = {"frames": 1000, "unique": 999, "dups": 1, "lost": 1, "seq_gaps": 1, "seq_reorder": 0, "last_seq": 999,
+            "out_of_run": 0, "other": 2, "sock_drops": 0}
+    line = {"sent": 1000, "tap_tx_dropped": 0, "send_s": 1.0, "generator": "pacegen", "receiver": "pacegen",
+            "gen_refused": 0, "gen_max_lag_ns": 5000, "marker_s": 0.5, "marker_sent": True, "back": back}
+    guest = 'PKT_TRIAL {"trial":0,"seq_frames":1000,"seq_gaps":0,"seq_reorder":0,"frames":1000,"rx_other":0,"pend":0}'
+    real = ndr.procs.run
+    try:
+        for res, lines, want in (
+                (line, [guest], {"received": 999, "back_frames": 1000, "back_dups": 1, "closes": True}),
+                (dict(line, back=dict(back, sock_drops=3, frames=997, unique=996)), [guest],
+                 {"received": 996, "peer_sock_drops": 3, "closes": True}),
+                (dict(line, back=dict(back, frames=999)), [guest], {"received": 998, "closes": False}),
+                (dict(line, marker_sent=False), [guest], {"closes": None, "marker_sent": False})):
+            ndr.procs.run = lambda argv, timeout, check, res=res: subprocess.CompletedProcess(
+                argv, 0, json.dumps(res), "")
+            st = ndr.peer_trial(Backend(), Boot(lines), "52:54:00:12:34:56", 64, "macswap", 1000, 1, [],
+                                gen="pacegen")
+            if {k: st.get(k) for k in want} != want:
+                raise Fail(f"peer_trial with pacegen's count {res['back']} (marker sent {res['marker_sent']}): "
+                           f"{ {k: st.get(k) for k in want} }, expected {want}")
+            if ndr.passes(st, 0.0):
+                raise Fail(f"a trial with {st['sent'] - st['received']} numbers not back passed the NDR goal")
+    finally:
+        ndr.procs.run = real

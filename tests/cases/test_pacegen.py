@@ -158,6 +158,40 @@ def test_pacegen_frames_reflected_by_the_appliance(t):
         raise Fail(f"RESULT markers: expected 1, saw {res['markers']}")
 
 
+def test_pacegen_counts_what_comes_back(t):
+    """pacegen --back, the NDR search's receiver on tap, against a wire with
+    known faults and no guest: pktpeer.py mirror holds the tap as QEMU does
+    and returns every frame with the MACs swapped, as macswap does, but
+    twice for number 5, never for 7, and 10 only after 11. pacegen at 2,000
+    frames/s for 0.5 s must count exactly that: 1,000 frames back, 999
+    numbers, one duplicate, one lost, one reordered, two gaps (7, and 10
+    when 11 came first), nothing else read, no drop at its ring; each
+    number's first copy timed (999 round trips); the marker after --settle
+    ends the mirror. A count that is wrong in any of these fails."""
+    need_pacegen()
+    with t.netns() as ns:
+        m = started(ns.popen(PEER + ["mirror", ns.tap, "60", "dup:5,drop:7,late:10"], stdout=subprocess.PIPE,
+                             text=True), "mirror")
+        g = pacegen(ns, ["--back", "--settle", "0.3", "--lat", "--trial", "3", ns.tap, DMAC, "2000", "0.5"])
+        mir = last_json(m, 30)
+    b = g.get("back") or {}
+    print(f"    pacegen --back through a mirror that duplicates 5, drops 7 and returns 10 after 11: back {b}; "
+          f"mirror {mir}", flush=True)
+    if mir != {"read": 1000, "sent_back": 1000, "edited": ["dup:5", "drop:7", "late:10"], "not_seen": []}:
+        raise Fail(f"the mirror: expected 1000 frames read and sent back, every edit made; saw {mir}")
+    if g["sent"] != 1000 or g["refused"] or g["marker"] is not True or g["settle"] != 0.3:
+        raise Fail(f"pacegen: expected 1000 sent, none refused, the marker sent after a 0.3 s settle; saw {g}")
+    want = {"frames": 1000, "unique": 999, "dups": 1, "lost": 1, "seq_gaps": 2, "seq_reorder": 1, "last_seq": 999,
+            "out_of_run": 0, "other": 0, "sock_drops": 0}
+    got = {k: b.get(k) for k in want}
+    if got != want:
+        raise Fail(f"pacegen's count of what came back: expected {want}, saw {got}")
+    rtt = b.get("rtt") or {}
+    if rtt.get("n") != 999 or b.get("rtt_untimed") or not 0 < rtt.get("p50_ns", 0) < 1000000000:
+        raise Fail(f"round trips: expected each of the 999 numbers timed once, 0-1 s; saw {rtt}, untimed "
+                   f"{b.get('rtt_untimed')}")
+
+
 def test_pacegen_bad_arguments(t):
     """A bad argument is exit status 2 with the reason on stderr, before any
     socket is opened."""
@@ -174,6 +208,12 @@ def test_pacegen_bad_arguments(t):
         (["--size", "63", "lo", "52:54:00:12:34:56", "1000", "1"], "--size"),
         (["--batch", "65", "lo", "52:54:00:12:34:56", "1000", "1"], "--batch"),
         (["--frobnicate", "lo", "52:54:00:12:34:56", "1000", "1"], "unknown option"),
+        (["--lat", "lo", "52:54:00:12:34:56", "1000", "1"], "only with --back"),
+        (["--settle", "1", "lo", "52:54:00:12:34:56", "1000", "1"], "only with --back"),
+        (["--back", "--settle", "31", "lo", "52:54:00:12:34:56", "1000", "1"], "--settle"),
+        (["--back", "--marker-wait", "5", "lo", "52:54:00:12:34:56", "1000", "1"], "no --marker-wait"),
+        (["--back", "lo", "52:54:00:12:34:56", "100000000", "20"], "RATE x SECONDS"),
+        (["--sleep", "5", "lo", "52:54:00:12:34:56", "1000", "1"], "--sleep"),
     ]
     for args, want in cases:
         r = subprocess.run([PACEGEN] + args, capture_output=True, text=True, timeout=10)
@@ -183,6 +223,23 @@ def test_pacegen_bad_arguments(t):
 
 
 VUPACEGEN = os.path.join(BUILD, "host", "vupacegen")
+# DPDK's runtime files go to /run: a tmpfs there, in a private mount namespace
+VU_SCRIPT = "mount -t tmpfs vnetlab-vupacegen /run && exec \"$@\""
+
+
+def vu_null_pmd(tag, args, timeout):
+    """vupacegen's command line on DPDK's null PMD (no VM, no socket), in a
+    private mount namespace, killed after timeout s; Fail when it is not
+    built, Skip without root."""
+    if not os.access(VUPACEGEN, os.X_OK):
+        raise Fail(f"{VUPACEGEN} not built (make host-tools; needs Debian's dpdk-dev)")
+    if os.geteuid() != 0:
+        from lib import Skip
+        raise Skip("needs root (a private mount namespace for DPDK's runtime files)")
+    eal = ["--no-huge", "-m", "128", "--no-pci", "-l", "1", "--file-prefix", f"vnetlab-vupacegen-{tag}-{os.getpid()}",
+           "--vdev", "net_null0", "--log-level", "*:error"]
+    return ["timeout", "-s", "KILL", str(timeout), "unshare", "-m", "--propagation", "private", "sh", "-c", VU_SCRIPT,
+            "sh", VUPACEGEN, *eal, "--", *args]
 
 
 def vu_run(t, tmp, rate, seconds, mode="rxonly", kernel=None, gen_opts=()):
@@ -193,9 +250,8 @@ def vu_run(t, tmp, rate, seconds, mode="rxonly", kernel=None, gen_opts=()):
     if not os.access(VUPACEGEN, os.X_OK):
         raise Fail(f"{VUPACEGEN} not built (make host-tools; needs Debian's dpdk-dev)")
     sock = os.path.join(tmp, "vu.sock")
-    script = "mount -t tmpfs vnetlab-vupacegen /run && exec \"$@\""
     argv = ["timeout", "-s", "KILL", str(seconds + 150), "unshare", "-m", "--propagation", "private", "sh", "-c",
-            script, "sh", VUPACEGEN, "--no-huge", "-m", "512", "--no-pci", "-l", "1", "--file-prefix",
+            VU_SCRIPT, "sh", VUPACEGEN, "--no-huge", "-m", "512", "--no-pci", "-l", "1", "--file-prefix",
             f"vnetlab-vupacegen-{os.getpid()}", "--vdev", f"net_vhost0,iface={sock}", "--",
             "--wait-go", "--trial", "1", *gen_opts, "52:54:00:12:34:56", str(rate), str(seconds)]
     errlog = open(os.path.join(tmp, "vupacegen.err"), "w")  # DPDK's own log
@@ -317,7 +373,8 @@ def test_pacegen_as_ndr_generator_key(t):
     try:
         for gen, want in (("python", "python"), ("pacegen", PACEGEN)):
             ndr.peer_trial(Backend(), None, DMAC, 64, "macswap", 10, 1, [], marks=False, gen=gen)
-            if argvs[-1][-1] != want or argvs[-1][2] != "swap":
+            if argvs[-1][-2] != want or argvs[-1][2] != "swap" or \
+                    argvs[-1][-1] != (ndr.PACEGEN_OPTS if gen == "pacegen" else ""):
                 raise Fail(f"ndr.peer_trial with gen={gen}: expected pktpeer.py swap ... {want}, got {argvs[-1]}")
     finally:
         ndr.procs.run = real
@@ -325,8 +382,9 @@ def test_pacegen_as_ndr_generator_key(t):
 
 def test_pacegen_drives_an_ndr_trial(t):
     """One NDR trial as ndr.py runs it with ndr.generator = pacegen
-    (pktpeer.py swap GEN=pacegen: pacegen sends, pktpeer counts what comes
-    back and times it from each frame's stamp, then the trial marker), into
+    (pktpeer.py swap GEN=pacegen: pacegen --back sends, counts what comes
+    back in its own thread and times it from each frame's stamp, then the
+    trial marker), into
     app=pkt macswap at 100,000 frames/s for 1 s (more than the guest takes
     under TCG: loss at the tap and at the peer's socket): the count closes
     at both ends (sent = guest received + tap drops; forwarded = back +
@@ -350,7 +408,7 @@ def test_pacegen_drives_an_ndr_trial(t):
           f"forwarded {trial['frames']}, back {back['frames']} (+{back['sock_drops']} socket drops); round trip "
           f"p50 {back['rtt'].get('p50_ns', 0) / 1000:.0f} us p99 {back['rtt'].get('p99_ns', 0) / 1000:.0f} us",
           flush=True)
-    if res.get("generator") != "pacegen" or res["sent"] + res["gen_refused"] != n:
+    if res.get("generator") != "pacegen" or res.get("receiver") != "pacegen" or res["sent"] + res["gen_refused"] != n:
         raise Fail(f"expected pacegen to offer {n} frames, saw {res}")
     if abs(res["sent"] / res["send_s"] - rate) > rate / 100:
         raise Fail(f"pacegen offered {res['sent']} in {res['send_s']} s, not within 1 % of {rate} frames/s")
@@ -360,6 +418,10 @@ def test_pacegen_drives_an_ndr_trial(t):
     if trial["frames"] + trial["pend"] != back["frames"] + back["sock_drops"]:
         raise Fail(f"out of the guest: forwarded {trial['frames']} + pending {trial['pend']} != back "
                    f"{back['frames']} + socket drops {back['sock_drops']}")
+    if back["dups"] or back["out_of_run"] or back["unique"] != back["frames"] or \
+            back["lost"] != res["sent"] - back["frames"]:
+        raise Fail(f"pacegen's count of what came back: no duplicate, every number of this run, lost = sent - "
+                   f"back; saw {back}")
     if back["rtt"]["n"] != back["frames"]:
         raise Fail(f"every returned frame timed from its stamp: {back['rtt']['n']} of {back['frames']}")
 
@@ -368,14 +430,7 @@ def test_vupacegen_bad_arguments(t):
     """vupacegen: a bad argument after the EAL's is exit status 2 with the
     reason on stderr, before the port is set up (EAL on DPDK's null PMD, in
     a private mount namespace)."""
-    if not os.access(VUPACEGEN, os.X_OK):
-        raise Fail(f"{VUPACEGEN} not built (make host-tools; needs Debian's dpdk-dev)")
-    if os.geteuid() != 0:
-        from lib import Skip
-        raise Skip("needs root (a private mount namespace for DPDK's runtime files)")
-    script = "mount -t tmpfs vnetlab-vupacegen /run && exec \"$@\""
-    eal = ["--no-huge", "-m", "64", "--no-pci", "-l", "0", "--file-prefix", f"vnetlab-vupacegen-args-{os.getpid()}",
-           "--vdev", "net_null0", "--log-level", "*:error"]
+    vu_null_pmd("args", [], 60)  # built, root
     cases = [
         ([], "expected DMAC RATE SECONDS"),
         (["52:54:00:12:34:56", "0", "1"], "RATE"),
@@ -387,9 +442,7 @@ def test_vupacegen_bad_arguments(t):
         (["--serve", "--fifo"], "--fifo"),
     ]
     for args, want in cases:
-        argv = ["timeout", "-s", "KILL", "60", "unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
-                VUPACEGEN, *eal, "--", *args]
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=90)
+        r = subprocess.run(vu_null_pmd("args", args, 60), capture_output=True, text=True, timeout=90)
         if r.returncode != 2 or want not in r.stderr:
             raise Fail(f"vupacegen -- {' '.join(args)}: expected exit 2 and '{want}' on stderr; saw {r.returncode}, "
                        f"stderr {r.stderr.strip()[-300:]!r}, stdout {r.stdout[-200:]!r}")
@@ -403,17 +456,7 @@ def test_vupacegen_serve_protocol(t):
     opackets = sent + 1), nothing numbered back (the null PMD returns no
     frame of ours; what it returns is back_other), round trips asked for
     and none timed; quit ends it with status 0."""
-    if not os.access(VUPACEGEN, os.X_OK):
-        raise Fail(f"{VUPACEGEN} not built (make host-tools; needs Debian's dpdk-dev)")
-    if os.geteuid() != 0:
-        from lib import Skip
-        raise Skip("needs root (a private mount namespace for DPDK's runtime files)")
-    script = "mount -t tmpfs vnetlab-vupacegen /run && exec \"$@\""
-    eal = ["--no-huge", "-m", "128", "--no-pci", "-l", "1", "--file-prefix", f"vnetlab-vupacegen-serve-{os.getpid()}",
-           "--vdev", "net_null0", "--log-level", "*:error"]
-    argv = ["timeout", "-s", "KILL", "90", "unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
-            VUPACEGEN, *eal, "--", "--serve"]
-    gen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    gen = subprocess.Popen(vu_null_pmd("serve", ["--serve"], 90), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            start_new_session=True)
 
     def stop_gen():
