@@ -291,26 +291,6 @@ static unsigned ring_read(struct ring *r, struct back *b, const uint8_t *mine, u
 	return n;
 }
 
-/* The round trips as tests/tools/pktpeer.py Rtt.report(): ,"rtt":{...}. */
-static void print_rtt(uint32_t *v, uint64_t n)
-{
-	if (!n) {
-		printf(",\"rtt\":{\"n\":0}");
-		return;
-	}
-	qsort(v, n, sizeof *v, pktgen_cmp_u32);
-	double sum = 0;
-	for (uint64_t i = 0; i < n; i++)
-		sum += v[i];
-#define PCT(p)                                                                                     \
-	v[(uint64_t)((p) / 100.0 * (double)n) < n ? (uint64_t)((p) / 100.0 * (double)n) : n - 1]
-	printf(",\"rtt\":{\"n\":%llu,\"p50_ns\":%u,\"p90_ns\":%u,\"p99_ns\":%u,\"p999_ns\":%u,"
-	       "\"max_ns\":%u,\"mean_ns\":%.0f}",
-	       (unsigned long long)n, PCT(50), PCT(90), PCT(99), PCT(99.9), v[n - 1],
-	       sum / (double)n);
-#undef PCT
-}
-
 /* ,"back":{...}: b's counts (pktpeer.py swap's keys, and the rest), sent:
  * the frames the kernel took (a refused number cannot come back). */
 static void print_back(struct back *b, uint64_t sent, struct tpacket_stats_v3 st, bool lat)
@@ -325,7 +305,7 @@ static void print_back(struct back *b, uint64_t sent, struct tpacket_stats_v3 st
 	       (unsigned long long)b->out_of_run, (unsigned long long)b->other, st.tp_drops,
 	       st.tp_packets, st.tp_freeze_q_cnt);
 	if (lat) {
-		print_rtt(b->rtt, b->nrtt);
+		pktgen_print_rtt(b->rtt, b->nrtt);
 		printf(",\"rtt_untimed\":%llu", (unsigned long long)b->rtt_untimed);
 	}
 	printf("}");

@@ -135,4 +135,25 @@ static inline void pktgen_print_spread(uint32_t *win, uint64_t n, double rate)
 	       n ? win[n / 2] : 0, n ? win[n - 1 - n / 100] : 0, n ? win[n - 1] : 0);
 }
 
+/* Round trips in ns (v sorted in place), printed as tests/tools/pktpeer.py
+ * Rtt.report() does: the JSON object "rtt". */
+static inline void pktgen_print_rtt(uint32_t *v, uint64_t n)
+{
+	if (!n) {
+		printf(",\"rtt\":{\"n\":0}");
+		return;
+	}
+	qsort(v, n, sizeof *v, pktgen_cmp_u32);
+	double sum = 0;
+	for (uint64_t i = 0; i < n; i++)
+		sum += v[i];
+#define PCT(p)                                                                                     \
+	v[(uint64_t)((p) / 100.0 * (double)n) < n ? (uint64_t)((p) / 100.0 * (double)n) : n - 1]
+	printf(",\"rtt\":{\"n\":%llu,\"p50_ns\":%u,\"p90_ns\":%u,\"p99_ns\":%u,\"p999_ns\":%u,"
+	       "\"max_ns\":%u,\"mean_ns\":%.0f}",
+	       (unsigned long long)n, PCT(50), PCT(90), PCT(99), PCT(99.9), v[n - 1],
+	       sum / (double)n);
+#undef PCT
+}
+
 #endif

@@ -309,26 +309,6 @@ static void print_paced(const struct gen *g, const struct paced *p, double rate,
 	pktgen_print_spread(p->win, full, rate);
 }
 
-/* Round trips as tests/tools/pktpeer.py Rtt.report(): the JSON object "rtt". */
-static void print_rtt(uint32_t *v, uint64_t n)
-{
-	if (!n) {
-		printf(",\"rtt\":{\"n\":0}");
-		return;
-	}
-	qsort(v, n, sizeof *v, pktgen_cmp_u32);
-	double sum = 0;
-	for (uint64_t i = 0; i < n; i++)
-		sum += v[i];
-#define PCT(p)                                                                                     \
-	v[(uint64_t)((p) / 100.0 * (double)n) < n ? (uint64_t)((p) / 100.0 * (double)n) : n - 1]
-	printf(",\"rtt\":{\"n\":%llu,\"p50_ns\":%u,\"p90_ns\":%u,\"p99_ns\":%u,\"p999_ns\":%u,"
-	       "\"max_ns\":%u,\"mean_ns\":%.0f}",
-	       (unsigned long long)n, PCT(50), PCT(90), PCT(99), PCT(99.9), v[n - 1],
-	       sum / (double)n);
-#undef PCT
-}
-
 /* A trial's DMAC: xx:xx:xx:xx:xx:xx (pktgen_mac() exits on a bad one). */
 static bool parse_mac(const char *s, uint8_t mac[6])
 {
@@ -419,7 +399,7 @@ static int serve(struct gen *g)
 		    marker ? "true" : "false", marker_s, (unsigned long long)st.opackets,
 		    (unsigned long long)st.ipackets, (unsigned long long)st.imissed);
 		if (lat)
-			print_rtt(rtt, b.nrtt);
+			pktgen_print_rtt(rtt, b.nrtt);
 		printf("}\n");
 		fflush(stdout);
 		free(p.win);

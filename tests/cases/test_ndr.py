@@ -16,6 +16,24 @@ sys.path.insert(0, os.path.join(TOP, "host", "bench"))
 import ndr  # noqa: E402
 
 
+class FakeProc:
+    """A boot's console that has printed lines already (wait_line finds them)."""
+
+    def __init__(self, lines):
+        self.lines = lines
+
+    def wait_line(self, pred, timeout):
+        return next(((0, "out", l) for l in self.lines if pred(l)), None)
+
+
+class FakeBoot:
+    """What ndr.guest_close and ndr.peer_trial read of a boot: its console, no QMP."""
+
+    def __init__(self, lines):
+        self.proc = FakeProc(lines)
+        self.qmp = None
+
+
 def test_ndr_search_finds_a_known_limit(t):
     for limit in (777, 12345, 250000, 999999):
         for precision in (5.0, 1.0):
@@ -338,22 +356,11 @@ def test_ndr_vupacegen_steps_and_reference_check(t):
             continue
         raise Fail(f"vu_step accepted {bad}")
 
-    class Proc:
-        def __init__(self, lines):
-            self.lines = lines
-
-        def wait_line(self, pred, timeout):
-            return next(((0, "out", l) for l in self.lines if pred(l)), None)
-
-    class Boot:
-        def __init__(self, lines):
-            self.proc = Proc(lines)
-
     g = 'PKT_TRIAL {"trial":3,"seq_frames":1900,"seq_gaps":100,"seq_reorder":0,"frames":1890,"rx_other":0,"pend":0}'
     # 1900 received + 100 refused = 2000 offered; forwarded + pend = 1890 back.
     for guest_line, closes in ((g, True), (g.replace('"pend":0', '"pend":1'), False),
                                (g.replace('"seq_frames":1900', '"seq_frames":1899'), False), (None, None)):
-        s = ndr.guest_close(dict(st), Boot([guest_line] if guest_line else []), 3, True)
+        s = ndr.guest_close(dict(st), FakeBoot([guest_line] if guest_line else []), 3, True)
         if s["closes"] is not closes:
             raise Fail(f"guest_close with {guest_line}: closes {s['closes']}, expected {closes}")
     # (sent, backend drops, markers, the consumer's port 0, back, socket drops)
@@ -487,18 +494,6 @@ def test_ndr_pacegen_receiver_step(t):
         def wrap(self, argv):
             return argv
 
-    class Proc:
-        def __init__(self, lines):
-            self.lines = lines
-
-        def wait_line(self, pred, timeout):
-            return next(((0, "out", l) for l in self.lines if pred(l)), None)
-
-    class Boot:
-        def __init__(self, lines):
-            self.proc = Proc(lines)
-            self.qmp = None
-
     back = {"frames": 1000, "unique": 999, "dups": 1, "lost": 1, "seq_gaps": 1, "seq_reorder": 0, "last_seq": 999,
             "out_of_run": 0, "other": 2, "sock_drops": 0}
     line = {"sent": 1000, "tap_tx_dropped": 0, "send_s": 1.0, "generator": "pacegen", "receiver": "pacegen",
@@ -514,7 +509,7 @@ def test_ndr_pacegen_receiver_step(t):
                 (dict(line, marker_sent=False), [guest], {"closes": None, "marker_sent": False})):
             ndr.procs.run = lambda argv, timeout, check, res=res: subprocess.CompletedProcess(
                 argv, 0, json.dumps(res), "")
-            st = ndr.peer_trial(Backend(), Boot(lines), "52:54:00:12:34:56", 64, "macswap", 1000, 1, [],
+            st = ndr.peer_trial(Backend(), FakeBoot(lines), "52:54:00:12:34:56", 64, "macswap", 1000, 1, [],
                                 gen="pacegen")
             if {k: st.get(k) for k in want} != want:
                 raise Fail(f"peer_trial with pacegen's count {res['back']} (marker sent {res['marker_sent']}): "
