@@ -23,7 +23,11 @@ import sys
 from lib import BUILD, NS_GUEST_IP, NS_HOST_IP, NS_PREFIX, TOP, Fail, make_list
 
 WIRE = [sys.executable, os.path.join(TOP, "tests", "tools", "lossywire.py")]
-UDP_WIRE, UDP_QEMU, ECHO_PORT = 47001, 47002, 5077
+# Fixed UDP ports below the kernel's ephemeral range (32768-60999 by
+# default): an autobound socket in the namespace (ping's source-address
+# probe, say) can never hold one when QEMU binds it. CI once saw a run whose
+# QEMU ended at once with nothing relayed from the guest, on 47001/47002.
+UDP_WIRE, UDP_QEMU, ECHO_PORT = 27001, 27002, 5077
 NBYTES = 2000  # two segments at MSS 1460
 GUEST_MAC = "52:54:00:12:34:56"  # QEMU's default NIC address
 # With a concurrent stream: lwIP's first retransmission timeout after the
@@ -83,7 +87,11 @@ def run_lossy(t, ns, label, variant, ping_pps=0):
         out, _ = wire.communicate()
     stats = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
     if stats.get("dropped") != 1:
-        raise Fail(f"{label}: the wire should have dropped the guest's last data segment once: {stats}")
+        # Say how the guest ended too: nothing relayed from it means QEMU or
+        # the guest ended before its first frame, and why is in its output.
+        said = " / ".join((g.text()[-3:] + g.stderr[-3:])) or "no output"
+        raise Fail(f"{label}: the wire should have dropped the guest's last data segment once: {stats}; "
+                   f"the guest ended with status {g.status} after {len(g.text())} console lines: {said}")
     m = [l for l in g.text() if l.startswith("ERROR ")]
     if m:
         raise Fail(f"{label}: the lost segment was never retransmitted: {m[0]}; wire {stats}")
