@@ -94,6 +94,11 @@ struct pkt_q {
 		uint64_t seq_frames, seq_gaps, seq_reorder, frames, rx_other;
 	} mark;
 	uint64_t t_start, t_first, t_last; /* clock_ns(); t_first 0: no frame yet */
+	/* Stalls: passes whose work (vnet_poll() and the mode's pass, not
+	 * vnet_idle()) took over PKT_STALL_NS (an exit, the host taking the
+	 * vCPU's CPU), since the last trial marker: how many, the longest,
+	 * their sum. */
+	uint64_t t_pass, stalls, stall_max_ns, stalled_ns;
 
 	/* pkt.hold: the buffers kept back (at most the RX ring's), since when */
 	void **held; /* vnet_rx_ring_size() entries */
@@ -109,6 +114,10 @@ struct pkt_q {
 };
 
 static struct pkt_q pq[VNET_MQ_MAX];
+
+/* A pass longer than this is a stall on PKT_TRIAL's line: a polling pass
+ * with nothing to do takes well under a microsecond natively. */
+#define PKT_STALL_NS 20000ull
 
 static void pkt_parse_ip(const char *key, const char *def, uint8_t out[4])
 {
@@ -352,10 +361,15 @@ static void pkt_rr_pass(struct pkt_q *q, uint64_t now)
 static void pkt_trial_line(struct pkt_q *q, uint64_t trial)
 {
 	printf("PKT_TRIAL {\"trial\":%lu,\"seq_frames\":%lu,\"seq_gaps\":%lu,\"seq_reorder\":%lu,"
-	       "\"frames\":%lu,\"rx_other\":%lu,\"pend\":%u}\n",
+	       "\"frames\":%lu,\"rx_other\":%lu,\"pend\":%u,\"stalls\":%lu,\"stall_max_us\":%lu,"
+	       "\"stalled_us\":%lu}\n",
 	       trial, q->seq.frames - q->mark.seq_frames, q->seq.gaps - q->mark.seq_gaps,
 	       q->seq.reorder - q->mark.seq_reorder, q->frames - q->mark.frames,
-	       q->rx_other - q->mark.rx_other, q->npend);
+	       q->rx_other - q->mark.rx_other, q->npend, q->stalls, q->stall_max_ns / 1000,
+	       q->stalled_ns / 1000);
+	q->stalls = q->stall_max_ns = q->stalled_ns = 0;
+	q->t_pass =
+	    clock_ns(); /* the line's console bytes (exits) are no stall of the next trial */
 	q->mark.seq_frames = q->seq.frames;
 	q->mark.seq_gaps = q->seq.gaps;
 	q->mark.seq_reorder = q->seq.reorder;
@@ -598,6 +612,20 @@ static void pkt_result(const struct pkt_q *q, const struct result_snap *a,
 	result_end();
 }
 
+/* The pass that ends at `end` began at q->t_pass (after the last
+ * vnet_idle()). */
+static void pkt_stall_check(struct pkt_q *q, uint64_t end)
+{
+	uint64_t gap = end - q->t_pass;
+
+	if (gap <= PKT_STALL_NS)
+		return;
+	q->stalls++;
+	q->stalled_ns += gap;
+	if (gap > q->stall_max_ns)
+		q->stall_max_ns = gap;
+}
+
 /* One queue pair's burst loop, from the first snapshot to the drain. */
 static void pkt_run(struct pkt_q *q)
 {
@@ -607,6 +635,7 @@ static void pkt_run(struct pkt_q *q)
 		q->t_first = q->t_start;
 	if (pk.mode == PKT_RR && pk.warmup_ns)
 		q->rr_warm_end = q->t_start + pk.warmup_ns;
+	q->t_pass = clock_ns();
 	for (;;) {
 		uint64_t now;
 		int rc;
@@ -624,11 +653,13 @@ static void pkt_run(struct pkt_q *q)
 		else
 			pkt_rx_pass(q, now);
 		vnet_tx_end_burst(q->vn);
+		pkt_stall_check(q, clock_ns());
 		if (pkt_done(q, now))
 			break;
 		prof_enter(PROF_IDLE);
 		vnet_idle(q->vn, pkt_deadline, q);
 		prof_exit();
+		q->t_pass = clock_ns(); /* a halt in vnet_idle() is no stall */
 	}
 	if (q->t_hold && !q->hold_over)
 		pkt_hold_end(q, clock_ns());

@@ -259,6 +259,12 @@ static inline int cpu_rdrand64(uint64_t *out)
 	return ok;
 }
 
+/* Load the IDT register from a 10-byte descriptor (limit, base). */
+static inline void lidt(const void *desc)
+{
+	__asm__ volatile("lidt (%0)" : : "r"(desc) : "memory");
+}
+
 static inline uint64_t read_rbp(void)
 {
 	uint64_t v;

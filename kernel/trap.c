@@ -58,7 +58,7 @@ void trap_load(void)
 		uint16_t limit;
 		uint64_t base;
 	} d = {sizeof(idt) - 1, (uintptr_t)idt};
-	__asm__ volatile("lidt %0" : : "m"(d));
+	lidt(&d);
 }
 
 /* Before pvm_init(), which runs in KVM's emulator at about 1 us an

@@ -70,6 +70,8 @@ void net_configure_link(void)
 	 * lines are self-describing (the guest cannot tell tap from vhost). */
 	backend = cmdline_str("backend", "unknown");
 	vnet_rss_set_peer_kick(cmdline_bool("rss.peer_kick", true));
+	vnet_set_status_period(
+	    (uint32_t)cmdline_u64("vnet.status_ms", VNET_STATUS_MS_DEFAULT, 1, 60000));
 }
 
 static void configure_ip(void)

@@ -188,6 +188,11 @@ uint32_t vnet_rss_hash_bitwise(const uint8_t in[VNET_RSS_INPUT_LEN]);
  * (on by default; vnet_rss.c says why, command-line key rss.peer_kick).
  * Set before vnet_open_mq(). */
 void vnet_rss_set_peer_kick(bool on);
+/* How often the poll loop reads the device status and the link state
+ * (vnet.c: MMIO reads, so exits under KVM), in ms; command-line key
+ * vnet.status_ms. Set before the run. */
+#define VNET_STATUS_MS_DEFAULT 1000u
+void vnet_set_status_period(uint32_t ms);
 struct vnet *vnet_queue(struct vnet *vn, unsigned qp); /* NULL past the last */
 unsigned vnet_queue_index(const struct vnet *vn);      /* this pair's: 0.. */
 const uint8_t *vnet_mac(const struct vnet *vn);

@@ -346,6 +346,8 @@ def guest_close(t, boot, number, marks):
     if g:
         t.update(guest_received=g["seq_frames"], guest_forwarded=g["frames"], guest_seq_gaps=g["seq_gaps"],
                  guest_other=g["rx_other"], guest_pend=g["pend"])
+        # The guest's stalls this trial (apps/pkt.c: passes over 20 us)
+        t.update({f"guest_{k}": g[k] for k in ("stalls", "stall_max_us", "stalled_us") if k in g})
         t["closes"] = (t["sent"] == g["seq_frames"] + t["tap_tx_dropped"] and
                        g["frames"] + g["pend"] == t.get("back_frames", t["received"]) + t["peer_sock_drops"])
     else:
@@ -573,6 +575,7 @@ def execute_run(run, m, guest, logdir, row):
         else:
             boot, cmdline = guest.start(run, backend, m.run_timeout)
             row["cmdline"] = cmdline
+            runs.pin_vcpus(run, m, boot, row)  # pin.vcpu, before the first trial
             exits = kvmstats.start(boot)
             item = boot.proc.wait_line(lambda l: (l.startswith("pkt: ") or
                                                   l.startswith("vnetlab-linux listening l2 ") or

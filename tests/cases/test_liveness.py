@@ -182,7 +182,7 @@ def qmp(path, *commands):
 
 def test_link_down_ends_the_run(t):
     """Link down mid-run (QMP set_link off): the driver reads the config
-    status (VIRTIO_NET_S_LINK_UP) at least every 10 ms of polling and ends
+    status (VIRTIO_NET_S_LINK_UP) every vnet.status_ms (1 s) of polling and ends
     the run with an ERROR naming it, status 1, in bounded time."""
     import tempfile
     import time

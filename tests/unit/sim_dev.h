@@ -135,6 +135,9 @@ struct sim_dev {
 	uint16_t num_queues, max_qsize;
 	uint8_t cfg[24]; /* virtio_net_config, up to supported_hash_types */
 	uint8_t cfg_generation;
+	/* Register reads the poll loop's status check makes (exits under
+	 * KVM): the device status and the device-config reads. */
+	unsigned status_reads, cfg_reads;
 	/* RX: the virtio-net header the device writes in front of each frame,
 	 * every field (sim_reset: num_buffers 1, the rest 0). */
 	struct virtio_net_hdr rx_hdr;

@@ -27,6 +27,7 @@ static uint8_t sim_pci_status(void *t)
 {
 	(void)t;
 	sim_register_access();
+	sim.status_reads++;
 	return sim.status;
 }
 
@@ -83,6 +84,7 @@ static int sim_pci_cfg_read(void *t, uint32_t off, void *buf, uint32_t len)
 
 	if ((uint64_t)off + len > vp->device_cfg_len)
 		return -1;
+	sim.cfg_reads++;
 	memcpy(buf, sim.cfg + off, len);
 	return 0;
 }

@@ -127,6 +127,13 @@ $(UNIT_DIR)/test_paging: tests/unit/test_paging.c kernel/paging.c tests/unit/cr3
 	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/cr3_shim.h tests/unit/test_paging.c kernel/paging.c \
 		$(UNIT_SPLIT_OBJS) -o $@
 
+# kernel/trap.c's IDT read back on the host (idt_shim.h replaces arch.h).
+UNIT_BINS += $(UNIT_DIR)/test_trap
+$(UNIT_DIR)/test_trap: tests/unit/test_trap.c kernel/trap.c tests/unit/idt_shim.h $(UNIT_DEPS)
+	@mkdir -p $(@D)
+	@echo "  HOSTCC  $@"
+	@$(UNIT_CC) $(UNIT_CFLAGS) -include tests/unit/idt_shim.h tests/unit/test_trap.c kernel/trap.c -o $@
+
 # The MMIO transport against a register window in host memory, traced the
 # same way; once per ring file (the three area registers take the split
 # ring's parts or the packed ring's, 4.2.3.2 step 6).

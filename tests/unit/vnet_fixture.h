@@ -56,6 +56,7 @@ void test_kick_sync_every_policy(void);
 void test_bringup(void);
 void test_bringup_failures(void);
 void test_device_mtu_larger_than_buffers(void);
+void test_status_check_period(void);
 void test_link_down(void);
 
 /* test_vnet_kick.c: TX_KICK and avail publication (vnet_tx.c's kick sites) */
