@@ -616,12 +616,14 @@ static void vnet_print_queue(const char *name, const struct vnet_counters *c)
 	printf("COUNTERS {\"queue\":\"%s\",\"frames\":%llu,\"bytes\":%llu,\"kicks\":%llu,"
 	       "\"kicks_suppressed\":%llu,\"kick_syncs\":%llu,\"kick_rescues\":%llu,"
 	       "\"reclaim_calls\":%llu,\"reclaimed\":%llu,"
-	       "\"idle_reclaim_calls\":%llu,\"idle_reclaimed\":%llu,\"reclaim_hist\":[",
+	       "\"idle_reclaim_calls\":%llu,\"idle_reclaimed\":%llu,\"rx_reclaim_calls\":%llu,"
+	       "\"rx_reclaimed\":%llu,\"reclaim_hist\":[",
 	       name, (unsigned long long)c->frames, (unsigned long long)c->bytes,
 	       (unsigned long long)c->kicks, (unsigned long long)c->kicks_suppressed,
 	       (unsigned long long)c->kick_syncs, (unsigned long long)c->kick_rescues,
 	       (unsigned long long)c->reclaim_calls, (unsigned long long)c->reclaimed,
-	       (unsigned long long)c->idle_reclaim_calls, (unsigned long long)c->idle_reclaimed);
+	       (unsigned long long)c->idle_reclaim_calls, (unsigned long long)c->idle_reclaimed,
+	       (unsigned long long)c->rx_reclaim_calls, (unsigned long long)c->rx_reclaimed);
 	for (int i = 0; i < VNET_COUNTER_BUCKETS; i++)
 		printf("%s%llu", i ? "," : "", (unsigned long long)c->reclaim_hist[i]);
 	printf("],\"ring_full\":%llu,\"refills\":%llu,\"refilled\":%llu,\"peer_kicks\":%llu,"

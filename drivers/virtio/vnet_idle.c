@@ -207,7 +207,8 @@ static void vnet_idle_halt(struct vnet *vn, uint64_t now, vnet_deadline_fn deadl
 
 void vnet_idle(struct vnet *vn, vnet_deadline_fn deadline, void *arg)
 {
-	uint64_t sig = vn->rx.frames + vn->tx.frames + vn->tx.reclaimed + vn->tx.idle_reclaimed;
+	uint64_t sig = vn->rx.frames + vn->tx.frames + vn->tx.reclaimed + vn->tx.idle_reclaimed +
+	               vn->tx.rx_reclaimed;
 	uint64_t now;
 
 	vn->idle.polls++;

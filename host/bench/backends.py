@@ -234,7 +234,14 @@ class Vhost(Backend):
 
 class VhostUser(Backend):
     name = "vhost-user"
-    help = "dpdk-testpmd as a polling vhost-user switch"
+    options = {"ring": ("256", "512", "1024")}
+    help = ("dpdk-testpmd as a polling vhost-user switch; ring = the NIC's queue size (QEMU's rx_queue_size and "
+            "tx_queue_size, 256 by default; the no-guest reference's virtio_user ring too; the appliance's "
+            "variant needs QUEUE_MAX as large, or its driver keeps 256)")
+
+    def ring(self):
+        """The NIC's queue size (the `ring` option; QEMU 7.2's default 256)."""
+        return int(self.opts.get("ring", 256))
     tools = ("ip", "dpdk-testpmd", "unshare", "taskset")
     START_TIMEOUT = 60
 
@@ -298,7 +305,8 @@ class VhostUser(Backend):
             "-netdev", "vhost-user,id=n0,chardev=c0" + (f",queues={self.queues}" if self.queues > 1 else ""),
             # vectors=0: without it QEMU 7.2 crashed when the guest enabled
             # the device on this backend.
-            "-device", NIC + ",vectors=0" + (",mq=on" if self.queues > 1 else ""),
+            "-device", NIC + ",vectors=0" + (",mq=on" if self.queues > 1 else "") +
+            (f",rx_queue_size={self.ring()},tx_queue_size={self.ring()}" if self.ring() != 256 else ""),
         ]
 
     def teardown(self):

@@ -60,7 +60,6 @@ import xdprefl
 from backends import need_testpmd
 from procs import BenchError, Proc
 
-GUEST_RING = 256  # QEMU's virtio-net queue size: the reference's virtio_user ring
 # The af_packet PMD's PACKET_MMAP ring (frames): frames testpmd counted as
 # sent into it that the kernel had not sent when forwarding stopped stay
 # there (no further sendto() kicks them); a tap count closes within it.
@@ -287,7 +286,7 @@ def consumer(backend, mode="rxonly"):
     (rxonly, or macswap for the PVP loop)."""
     _, con_l = lcores(backend)
     if backend.name == "vhost-user":
-        vdev = f"net_virtio_user0,path={backend.sock},queue_size={GUEST_RING}"
+        vdev = f"net_virtio_user0,path={backend.sock},queue_size={backend.ring()}"
     else:
         vdev = f"net_tap0,iface={backends.TAP}"
     return Testpmd(backend, "dpdk-testpmd-consumer", [vdev], mode, con_l, mem=256, mbufs=8192)

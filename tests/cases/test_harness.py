@@ -1337,3 +1337,33 @@ def test_harness_tap_qlen_sets_the_taps_queue(t):
     want = {"tap:qlen=0": "backend 'tap:qlen=0': qlen must be 1..1000000", "tap": 1000, "tap:qlen=20000": 20000}
     if qlens != want:
         raise Fail(f"expected {want}, got {qlens}")
+
+
+def test_harness_vhost_user_ring_sizes_both_sides(t):
+    """backend vhost-user:ring=N: the guest's NIC gets rx_queue_size and
+    tx_queue_size N and the no-guest reference's virtio_user the same ring
+    (a fair column); the default adds nothing to QEMU's line and keeps the
+    reference at 256; a size QEMU does not take is refused at once."""
+    r = vnetbench(["--backends", "vhost-user:ring=300", "--tests", "ndr", "--list"], timeout=120)
+    if r.returncode != 2 or "ring must be one of 256|512|1024" not in r.stderr:
+        raise Fail(f"vhost-user:ring=300: expected exit 2 naming the sizes, got {r.returncode}: "
+                   f"{r.stderr.strip()[-300:]}")
+    import backends  # noqa: E402
+    import hostgen  # noqa: E402
+    seen = {}
+    for spec, opts in (("vhost-user", {}), ("vhost-user:ring=1024", {"ring": "1024"})):
+        b = hostgen.VhostUserGen(spec, opts)
+        b.sock = "/nonexistent/vhost-user.sock"
+        nic = [a for a in b.qemu_net()[1] if a.startswith(backends.NIC)]
+        seen[spec] = (nic, b.ring())
+        # The reference's consumer (built, not started): its virtio_user
+        # vdev carries the same size.
+        vdev = [a for a in hostgen.consumer(b, "macswap").cmdline if a.startswith("net_virtio_user0,")]
+        seen[spec] += (vdev,)
+    want = {"vhost-user": ([backends.NIC + ",vectors=0"], 256,
+                           ["net_virtio_user0,path=/nonexistent/vhost-user.sock,queue_size=256"]),
+            "vhost-user:ring=1024": ([backends.NIC + ",vectors=0,rx_queue_size=1024,tx_queue_size=1024"], 1024,
+                                     ["net_virtio_user0,path=/nonexistent/vhost-user.sock,queue_size=1024"])}
+    if seen != want:
+        raise Fail(f"expected {want}, got {seen}")
+    print(f"    {seen}")
