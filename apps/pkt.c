@@ -368,8 +368,8 @@ static void pkt_trial_line(struct pkt_q *q, uint64_t trial)
 	       q->rx_other - q->mark.rx_other, q->npend, q->stalls, q->stall_max_ns / 1000,
 	       q->stalled_ns / 1000);
 	q->stalls = q->stall_max_ns = q->stalled_ns = 0;
-	q->t_pass =
-	    clock_ns(); /* the line's console bytes (exits) are no stall of the next trial */
+	/* The line's console bytes (exits) are no stall of the next trial. */
+	q->t_pass = clock_ns();
 	q->mark.seq_frames = q->seq.frames;
 	q->mark.seq_gaps = q->seq.gaps;
 	q->mark.seq_reorder = q->seq.reorder;

@@ -121,14 +121,13 @@ struct vnet_counters {
 	uint64_t reclaim_hist[VNET_COUNTER_BUCKETS];
 	uint64_t idle_reclaim_calls; /* TX: liveness reclaims (TX idle, completions waiting) */
 	uint64_t idle_reclaimed;     /* TX: frames they took back */
-	uint64_t
-	    rx_reclaim_calls;   /* TX: reclaims for the RX ring (forwarded buffers short there) */
-	uint64_t rx_reclaimed;  /* TX: frames they took back */
-	uint64_t ring_full;     /* TX: vnet_tx() returned VNET_EAGAIN */
-	uint64_t refills;       /* RX: refill batches */
-	uint64_t refilled;      /* RX: buffers re-posted */
-	uint64_t peer_kicks;    /* RX: doorbells rung on other pairs' receiveqs (vnet_rss.c) */
-	uint64_t drops;         /* RX: frames dropped by the driver (malformed) */
+	uint64_t rx_reclaim_calls;   /* TX: reclaims refilling the RX ring (forwarding) */
+	uint64_t rx_reclaimed;       /* TX: frames they took back */
+	uint64_t ring_full;          /* TX: vnet_tx() returned VNET_EAGAIN */
+	uint64_t refills;            /* RX: refill batches */
+	uint64_t refilled;           /* RX: buffers re-posted */
+	uint64_t peer_kicks;         /* RX: doorbells rung on other pairs' receiveqs (vnet_rss.c) */
+	uint64_t drops;              /* RX: frames dropped by the driver (malformed) */
 	uint64_t csum;          /* TX: frames sent NEEDS_CSUM; RX: frames the device vouched for */
 	uint64_t gso;           /* TX: TSO frames; RX: large-receive frames */
 	uint64_t bufs;          /* RX: buffers consumed (> frames when merged) */

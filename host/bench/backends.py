@@ -238,12 +238,12 @@ class VhostUser(Backend):
     help = ("dpdk-testpmd as a polling vhost-user switch; ring = the NIC's queue size (QEMU's rx_queue_size and "
             "tx_queue_size, 256 by default; the no-guest reference's virtio_user ring too; the appliance's "
             "variant needs QUEUE_MAX as large, or its driver keeps 256)")
+    tools = ("ip", "dpdk-testpmd", "unshare", "taskset")
+    START_TIMEOUT = 60
 
     def ring(self):
         """The NIC's queue size (the `ring` option; QEMU 7.2's default 256)."""
         return int(self.opts.get("ring", 256))
-    tools = ("ip", "dpdk-testpmd", "unshare", "taskset")
-    START_TIMEOUT = 60
 
     def setup(self, workdir):
         # The DPDK tap PMD creates the kernel tap itself, in the namespace

@@ -516,15 +516,16 @@ def kvm_columns(exits, trials, ndr_rate):
 def unsupported(gen, backend, ref):
     """Why this generator cannot run this column's search on this backend,
     or None."""
-    if gen == "vupacegen" and (backend.name != "vhost-user" or set(backend.opts) - {"ring"} or backend.queues > 1):
+    # The backend options these searches cannot carry: all but vhost-user's
+    # ring, which sizes vupacegen's peer (the guest's NIC) and the
+    # reference's virtio_user alike (hostgen.consumer()).
+    other = set(backend.opts) - ({"ring"} if backend.name == "vhost-user" else set())
+    if gen == "vupacegen" and (backend.name != "vhost-user" or other or backend.queues > 1):
         return "ndr.generator = vupacegen: on vhost-user (one queue pair; of its options ring only) only"
     if ref and backend.name == "vhost-user" and gen != "vupacegen":
         return ("the reference column's search on vhost-user runs with vupacegen (ndr.generator auto or vupacegen): "
                 "the guest's socket is where its consumer sits")
-    # vhost-user:ring=N sizes the reference's virtio_user ring as the
-    # guest's NIC (hostgen.consumer()); no other option reaches it.
-    ring_only = backend.name == "vhost-user" and set(backend.opts) <= {"ring"}
-    if ref and (gen == "python" or (backend.opts and not ring_only) or backend.queues > 1):
+    if ref and (gen == "python" or other or backend.queues > 1):
         return ("the reference column's search runs with pacegen (tap) or vupacegen (vhost-user), no backend "
                 "options but vhost-user's ring, one queue pair")
     return None
