@@ -513,6 +513,7 @@ class Matrix:
         self.queues = self.queues_list[0]
         if max(self.queues_list) > 1:
             self._check_queues()
+        self._check_ring()
         self.pin = {}
         for who in ("qemu", "peer", "backend", "vcpu"):
             v = str(s[f"pin.{who}"]).strip()
@@ -603,6 +604,22 @@ class Matrix:
                     f"queues={q} with accel {'/'.join(a for a in self.accels if a != 'tcg')}: this host's /dev/kvm is "
                     "a software KVM (kvm_pvm, no vmx/svm), where the appliance runs natively with one vCPU and "
                     f"refuses smp>1 (kernel/pvm.c): use accel=tcg for queues above 1")
+
+    def _check_ring(self):
+        """vhost-user:ring=N on the appliance: its driver takes at most
+        QUEUE_MAX descriptors of the device's N (256 by default), so a
+        variant below N would run smaller rings than the Linux guest and
+        the reference beside it; refuse instead of comparing unlike rings."""
+        rings = [int(o["ring"]) for _, _, o in self.backends if "ring" in o]
+        if not rings or "vnetlab" not in [g.split(":", 1)[0] for g in self.guests]:
+            return
+        for v in self.variants:
+            m = re.search(r"\bQUEUE_MAX=(\d+)", self.variant_vars.get(v, ""))
+            cap = int(m.group(1)) if m else 256
+            if cap < max(rings):
+                raise BenchError(f"variant {v}: its driver keeps {cap}-descriptor rings (QUEUE_MAX), below the "
+                                 f"backend's ring={max(rings)}: add QUEUE_MAX={max(rings)} to the variant, so the "
+                                 "appliance, the Linux guest and the reference run the same ring size")
 
     def _check_queues_appliance(self, q):
         """queues above 1 on the appliance: its TCP tests run a client (or

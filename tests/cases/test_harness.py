@@ -1343,11 +1343,24 @@ def test_harness_vhost_user_ring_sizes_both_sides(t):
     """backend vhost-user:ring=N: the guest's NIC gets rx_queue_size and
     tx_queue_size N and the no-guest reference's virtio_user the same ring
     (a fair column); the default adds nothing to QEMU's line and keeps the
-    reference at 256; a size QEMU does not take is refused at once."""
+    reference at 256; a size QEMU does not take is refused at once, and so
+    is an appliance variant whose QUEUE_MAX would keep smaller rings."""
     r = vnetbench(["--backends", "vhost-user:ring=300", "--tests", "ndr", "--list"], timeout=120)
     if r.returncode != 2 or "ring must be one of 256|512|1024" not in r.stderr:
         raise Fail(f"vhost-user:ring=300: expected exit 2 naming the sizes, got {r.returncode}: "
                    f"{r.stderr.strip()[-300:]}")
+    with tempfile.TemporaryDirectory() as d:
+        for vars_, want in (("TX_RECLAIM=after", 2), ("QUEUE_MAX=512 TX_RECLAIM=after", 2),
+                            ("QUEUE_MAX=1024 TX_RECLAIM=after", 0)):
+            m = os.path.join(d, "m.txt")
+            with open(m, "w") as f:
+                f.write(f"variant q = {vars_}\nvariants = q\nguests = vnetlab reference\ntests = ndr\n"
+                        "backends = vhost-user:ring=1024\n")
+            r = vnetbench(["--matrix", m, "--list"], timeout=120)
+            said = "QUEUE_MAX=1024 to the variant" in r.stderr
+            if r.returncode != want or said != (want == 2):
+                raise Fail(f"variant '{vars_}' on vhost-user:ring=1024: expected exit {want}"
+                           f"{' naming QUEUE_MAX' if want else ''}, got {r.returncode}: {r.stderr.strip()[-300:]}")
     import backends  # noqa: E402
     import hostgen  # noqa: E402
     seen = {}
