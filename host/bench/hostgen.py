@@ -624,7 +624,7 @@ def reference_table(rows, columns):
     column's frames/s (median) over the reference column's (issue 25's
     acceptance: the appliance at >= 0.8x the backend's no-guest rate)."""
     ok = [r for r in rows if r.get("status") == "ok" and r.get("test") in PKT_TESTS and r.get("generator") == "testpmd"]
-    refs = [r for r in ok if r["column"] == "reference"]
+    refs = [r for r in ok if r["column"].split("@")[0] == "reference"]
     if not refs:
         return []
     out = ["### Against the backend's no-guest reference (testpmd generator)", "",
@@ -642,12 +642,17 @@ def reference_table(rows, columns):
         for backend in sorted({r["backend"] for r in refs if r["test"] == test}):
             for size in sorted({str(r["size"]) for r in refs if r["test"] == test and r["backend"] == backend}):
                 sel = [r for r in ok if r["test"] == test and r["backend"] == backend and str(r["size"]) == size]
-                ref = med([r for r in sel if r["column"] == "reference"])
-                for c in columns:
-                    rs = [r for r in sel if r["column"] == c and c != "reference"]
-                    if not rs:
+                # Columns as the rows name them (COLUMN@ACCEL in a run over
+                # two accelerators), each against the reference of its own.
+                cols = [c for c in columns if c in {r["column"] for r in sel}]
+                cols += list(dict.fromkeys(r["column"] for r in sel if r["column"] not in cols))
+                for c in cols:
+                    acc = c.partition("@")[2]
+                    rs = [r for r in sel if r["column"] == c and c.split("@")[0] != "reference"]
+                    rf = [r for r in sel if r["column"] == "reference" + ("@" + acc if acc else "")]
+                    if not rs or not rf:
                         continue
-                    v = med(rs)
+                    v, ref = med(rs), med(rf)
                     closes = "close" if all(r.get("closes") for r in rs) else "do not close"
                     out.append(f"| {test} | {backend} | {size} | {c} | {v:,.0f} | {ref:,.0f} | "
                                f"{v / ref:.2f} | {closes} |")

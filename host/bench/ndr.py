@@ -793,6 +793,15 @@ def _accel_of(column):
     return column.split("@", 1)[1] if "@" in column else ""
 
 
+def report_columns(columns, rows):
+    """The columns to show, in the given order, then those only the rows
+    name: vnetbench passes the matrix's guest and variant names, while a
+    run over several accelerators (or machines, queue counts) names its
+    rows COLUMN@ACCEL."""
+    out = [c for c in columns if any(r["column"] == c for r in rows)]
+    return out + list(dict.fromkeys(r["column"] for r in rows if r["column"] not in out))
+
+
 def rfc2544_table(rows, columns):
     """report.md lines: frame size x column, NDR and PDR in Mpps and
     Gbit/s (medians over every search: repetitions x ndr.repeat), per
@@ -814,7 +823,7 @@ def rfc2544_table(rows, columns):
                 f"{how}Mpps, Gbit/s; median of the searches, n = searches (repetitions x ndr.repeat; then the "
                 "lowest-highest NDR and PDR), trials = trials of one search (median); "
                 "generator-limited: the host peer could not offer that rate in time, the figure is a floor", ""]
-        cols = [c for c in columns if any(r["column"] == c for r in sel)]
+        cols = report_columns(columns, sel)
         out.append("| frame size | " + " | ".join(cols) + " |")
         out.append("|---|" + "---|" * len(cols))
         sizes = sorted({str(r["size"]) for r in sel}, key=lambda s: (s == "imix", int(s) if s.isdigit() else 0))
@@ -908,7 +917,7 @@ def latency_table(rows, columns):
                     "| column | load % of PDR | asked frames/s | offered frames/s | loss % | p50 | p90 | p99 | p99.9 | "
                     "max | n |",
                     "|---|---|---|---|---|---|---|---|---|---|---|"]
-            for c in [c for c in columns if any(r["column"] == c for r in ok)]:
+            for c in report_columns(columns, ok):
                 rs = [r for r in ok if r["column"] == c and r["backend"] == backend and str(r["size"]) == z]
                 for pct in sorted({t["load"] for r in rs for t in r["lat_steps"]}):
                     ts = [t for r in rs for t in r["lat_steps"] if t["load"] == pct and t.get("lat_n")]

@@ -108,6 +108,15 @@ def test_hostgen_reference_table(t):
         raise Fail("reference table:\n" + "\n".join(lines))
     if hostgen.reference_table([r for r in rows if r["column"] != "reference"], ["default"]) != []:
         raise Fail("no reference rows: no table")
+    # A run over two accelerators names its rows default@kvm ..., each
+    # against the reference of its accelerator (vnetbench still passes the
+    # matrix's names).
+    acc = [dict(r, column=f"{r['column']}@{a}", pps=r["pps"] * k) for r in rows for a, k in (("kvm", 2), ("tcg", 1))]
+    lines = hostgen.reference_table(acc, ["default", "reference"])
+    for want in ("| pkt_rxonly | vhost-user | 64 | default@kvm | 1,800,000 | 20,000,000 | 0.09 | close |",
+                 "| pkt_rxonly | vhost-user | 64 | default@tcg | 900,000 | 10,000,000 | 0.09 | close |"):
+        if want not in lines:
+            raise Fail(f"reference table of @kvm/@tcg rows lacks {want!r}:\n" + "\n".join(lines))
 
 
 def test_hostgen_matrix_expands(t):
