@@ -237,7 +237,7 @@ class VhostUser(Backend):
     options = {"ring": ("256", "512", "1024")}
     help = ("dpdk-testpmd as a polling vhost-user switch; ring = the NIC's queue size (QEMU's rx_queue_size and "
             "tx_queue_size, 256 by default; the no-guest reference's virtio_user ring too; the appliance's "
-            "variant needs QUEUE_MAX as large, or its driver keeps 256)")
+            "variant needs QUEUE_MAX as large, or the matrix is refused: its driver would keep 256)")
     tools = ("ip", "dpdk-testpmd", "unshare", "taskset")
     START_TIMEOUT = 60
 
